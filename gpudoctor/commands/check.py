@@ -1,0 +1,91 @@
+"""`gpudoctor check`: probe this machine (or replay a snapshot) and report problems with fixes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gpudoctor.commands.common import (InputError, Progress, color_option, json_option, load_snapshot,
+                                       python_option, snapshot_option)
+from gpudoctor.exitcodes import ExitCode
+
+
+def live_snapshot(python, timeout, root="/", frameworks=True, progress=None):
+    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.frameworks import FRAMEWORKS
+
+    opts = CollectOptions(root=root, timeout=timeout, progress=progress,
+                          frameworks=FRAMEWORKS if frameworks else ())
+    if python:
+        opts.python = python
+    return collect(opts)
+
+
+def _list_checks(as_json: bool) -> None:
+    from gpudoctor.plugins import load_checks
+    from gpudoctor.render.json import dumps
+
+    checks, problems = load_checks()
+    if as_json:
+        click.echo(dumps({"checks": [c.info() for c in checks],
+                          "plugin_problems": [p.to_dict() for p in problems]}), nl=False)
+        return
+    for c in checks:
+        origin = "" if c.origin == "builtin" else f"  (from {c.origin})"
+        click.echo(f"{c.id:<8} {c.name:<28} {c.title}{origin}")
+    for p in problems:
+        click.echo(f"warning: plugin {p.plugin}: {p.message}", err=True)
+
+
+@click.command("check")
+@snapshot_option
+@json_option
+@click.option("-v", "--verbose", is_flag=True, help="Show skipped checks, evidence for passing checks and tracebacks.")
+@click.option("--only", "only", multiple=True, metavar="ID",
+              help="Run only these checks (id like DRV001, a name, or a prefix like DRV); repeatable or comma-separated.")
+@click.option("--list-checks", is_flag=True, help="List the available checks and exit.")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@python_option
+@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+              help="Seconds the whole collection may take; a probe that runs over is reported, not waited for.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False), default="/", hidden=True,
+              help="Read machine files below this directory (for tests).")
+@click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@color_option
+def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, timeout, root,
+            no_frameworks, color):
+    """Check this machine's NVIDIA driver, CUDA, cuDNN and framework builds; print problems and fixes.
+
+    \b
+    Examples:
+      gpudoctor check                       # probe this machine
+      gpudoctor check --json                # machine-readable report (schema gpudoctor.report/1)
+      gpudoctor check --snapshot DIR        # replay a recorded snapshot or bundle
+      gpudoctor check --only DRV --verbose  # only the driver checks, with details
+    """
+    from gpudoctor.render.json import dumps
+    from gpudoctor.render.style import Style
+    from gpudoctor.render.text import render
+    from gpudoctor.report import build_report
+
+    if list_checks:
+        _list_checks(as_json)
+        return ExitCode.OK
+    only_ids = [x for o in only for x in o.split(",") if x.strip()]
+    if snapshot_path:
+        snap = load_snapshot(snapshot_path)
+    else:
+        progress = Progress(enabled=None if not as_json else False)
+        try:
+            snap = live_snapshot(python, timeout, root, not no_frameworks, progress)
+        finally:
+            progress.clear()
+    report = build_report(snap, only=only_ids)
+    if only_ids and not report.findings:
+        raise InputError(f"--only {','.join(only_ids)} matches no check (see --list-checks)")
+    if as_json:
+        click.echo(dumps(report.to_dict()), nl=False)
+    else:
+        click.echo(render(report, Style.for_stream(sys.stdout, color), verbose), nl=False)
+    return report.exit_code(strict)

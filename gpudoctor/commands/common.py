@@ -1,0 +1,74 @@
+"""Options and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from gpudoctor.exitcodes import ExitCode
+from gpudoctor.snapshot import Snapshot, SnapshotError, load_any
+
+
+class InputError(click.ClickException):
+    """Bad input: printed as one line ``gpudoctor: <message>``, exit code 2."""
+
+    exit_code = ExitCode.USAGE
+
+    def show(self, file=None):
+        click.echo(f"gpudoctor: {self.format_message()}", err=True)
+
+
+def json_option(fn):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
+
+
+def color_option(fn):
+    return click.option("--color/--no-color", "color", default=None,
+                        help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).")(fn)
+
+
+def python_option(fn):
+    return click.option("--python", "python", type=click.Path(dir_okay=False), default=None,
+                        help="The interpreter your jobs run with, to probe its torch/TensorFlow/JAX "
+                             "(default: the one running gpudoctor).")(fn)
+
+
+def snapshot_option(fn):
+    return click.option("--snapshot", "snapshot_path", type=click.Path(), default=None,
+                        help="Replay a recorded snapshot folder or support bundle (.tar.gz) "
+                             "instead of probing this machine.")(fn)
+
+
+def load_snapshot(path: str) -> Snapshot:
+    try:
+        return load_any(path)
+    except SnapshotError as exc:
+        raise InputError(str(exc)) from None
+
+
+class Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: Optional[bool] = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.running: list = []
+        self.done = 0
+
+    def __call__(self, name: str, state: str) -> None:
+        if not self.enabled:
+            return
+        if state == "start":
+            self.running.append(name)
+        elif name in self.running:
+            self.running.remove(name)
+            self.done += 1
+        waiting = ", ".join(self.running[:4]) or "files"
+        sys.stderr.write(f"\r\x1b[2Kgpudoctor: collecting ({self.done} done; waiting for {waiting})")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()

@@ -1,0 +1,50 @@
+"""`gpudoctor snapshot`: record everything the checks read into a folder, to replay anywhere."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from gpudoctor.commands.common import InputError, Progress, json_option, python_option
+from gpudoctor.exitcodes import ExitCode
+
+
+@click.command("snapshot")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="Folder to write the snapshot into (created if missing; must be empty if it exists).")
+@python_option
+@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+              help="Seconds the whole collection may take.")
+@click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@json_option
+def command(out, python, timeout, no_frameworks, as_json):
+    """Record this machine's raw facts into a snapshot folder.
+
+    Replay it with `gpudoctor check --snapshot DIR` on any machine: the same findings
+    come out. Only allow-listed environment variables are recorded.
+    """
+    from gpudoctor.commands.check import live_snapshot
+    from gpudoctor.render.json import dumps
+
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise InputError(f"{out}: exists and is not an empty folder; choose a new --out")
+    progress = Progress(enabled=None if not as_json else False)
+    try:
+        snap = live_snapshot(python, timeout, "/", not no_frameworks, progress)
+    finally:
+        progress.clear()
+    try:
+        snap.save(out)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write the snapshot ({exc.strerror or exc})") from None
+    summary = {"snapshot": os.path.abspath(out), "commands": len(snap.commands),
+               "files": sum(1 for r in snap.files.values() if r.exists),
+               "frameworks": sorted(snap.frameworks), "duration_s": snap.meta.get("duration_s")}
+    if as_json:
+        click.echo(dumps(summary), nl=False)
+    else:
+        click.echo(f"gpudoctor: snapshot written to {summary['snapshot']} "
+                   f"({summary['commands']} commands, {summary['files']} files, {summary['duration_s']}s). "
+                   f"Replay: gpudoctor check --snapshot {out}")
+    return ExitCode.OK

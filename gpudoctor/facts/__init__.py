@@ -1,0 +1,104 @@
+"""Facts: named, parsed views of a snapshot that checks declare they need.
+
+A fact provider turns raw snapshot data into a value, or raises :class:`Missing`
+with the reason it cannot (``nvidia-smi was not found on PATH``). The engine skips
+a check whose needs are missing and reports that reason. Providers are registered
+with :func:`fact` in the modules listed in ``PROVIDER_MODULES`` (an explicit list,
+so a typo cannot silently disable a provider).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Dict, Optional
+
+from gpudoctor.snapshot import Snapshot
+
+
+class Missing(Exception):
+    """The fact is not available; ``str(exc)`` says why, for a skip reason."""
+
+
+_PROVIDERS: Dict[str, Callable[["Facts"], Any]] = {}
+_DOCS: Dict[str, str] = {}
+
+PROVIDER_MODULES = (
+    "gpudoctor.facts.system",
+    "gpudoctor.facts.nvidia",
+    "gpudoctor.facts.frameworks",
+    "gpudoctor.facts.cuda",
+)
+
+
+def fact(name: str):
+    """Register the decorated function as the provider of fact ``name``."""
+
+    def register(fn: Callable[["Facts"], Any]):
+        if name in _PROVIDERS and _PROVIDERS[name] is not fn:
+            raise ValueError(f"fact {name!r} is registered twice")
+        _PROVIDERS[name] = fn
+        _DOCS[name] = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        return fn
+
+    return register
+
+
+def _load_providers() -> None:
+    for mod in PROVIDER_MODULES:
+        importlib.import_module(mod)
+
+
+def known_facts() -> Dict[str, str]:
+    """Every fact name with the first line of its provider's docstring."""
+    _load_providers()
+    return dict(sorted(_DOCS.items()))
+
+
+class Facts:
+    """Lazy, cached facts over one snapshot. ``facts["smi"]`` raises Missing when absent."""
+
+    def __init__(self, snapshot: Snapshot):
+        _load_providers()
+        self.snapshot = snapshot
+        self._values: Dict[str, Any] = {}
+        self._errors: Dict[str, BaseException] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        if name in self._errors:
+            raise self._errors[name]
+        provider = _PROVIDERS.get(name)
+        if provider is None:
+            raise KeyError(f"unknown fact {name!r}")
+        try:
+            value = provider(self)
+        except Exception as exc:  # Missing, or a provider bug: both are remembered
+            self._errors[name] = exc
+            raise
+        self._values[name] = value
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except Missing:
+            return default
+
+    def has(self, name: str) -> bool:
+        try:
+            self[name]
+            return True
+        except Missing:
+            return False
+
+    def why_missing(self, name: str) -> Optional[str]:
+        try:
+            self[name]
+            return None
+        except Missing as exc:
+            return str(exc) or f"{name} is not available"
+
+    @property
+    def env(self) -> Dict[str, str]:
+        return self.snapshot.env

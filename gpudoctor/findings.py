@@ -1,0 +1,105 @@
+"""Structured findings: what a check concluded, with its evidence and the fix.
+
+Checks build findings with the helpers at the bottom (``ok``, ``warn``, ``fail``);
+the engine stamps the check id, so a check never repeats its own id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import Optional, Sequence, Tuple
+
+
+class Status(str, Enum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"  # the check itself crashed: a bug in gpudoctor or a plugin
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.ERROR: 2, Status.FAIL: 3}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where in the snapshot a finding comes from: ``source`` names it, ``excerpt`` quotes it.
+
+    Sources are ``command:<key>``, ``file:<path>``, ``env:<NAME>``, ``nvml:<field>``,
+    ``framework:<name>`` or ``listing:<dir>``.
+    """
+
+    source: str
+    excerpt: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix recipe: printed, never run."""
+
+    summary: str
+    commands: Tuple[str, ...] = ()
+    needs_root: bool = False
+    needs_reboot: bool = False
+    links: Tuple[str, ...] = ()
+    kb_id: Optional[str] = None  # the knowledge-base recipe id shared with `explain`
+
+
+@dataclass(frozen=True)
+class Finding:
+    check_id: str
+    status: Status
+    title: str
+    subject: Optional[str] = None
+    detail: Optional[str] = None  # why it matters, one or two sentences
+    evidence: Tuple[Evidence, ...] = ()
+    fix: Optional[Fix] = None
+    traceback: Optional[str] = None  # only for Status.ERROR
+
+    def with_id(self, check_id: str) -> "Finding":
+        return replace(self, check_id=check_id)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status.value
+        d["evidence"] = [asdict(e) for e in self.evidence]
+        if self.fix is not None:
+            d["fix"] = {**asdict(self.fix), "commands": list(self.fix.commands), "links": list(self.fix.links)}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        fix = d.get("fix")
+        return cls(
+            check_id=d["check_id"], status=Status(d["status"]), title=d["title"],
+            subject=d.get("subject"), detail=d.get("detail"),
+            evidence=tuple(Evidence(**e) for e in d.get("evidence") or ()),
+            fix=Fix(**{**fix, "commands": tuple(fix.get("commands") or ()),
+                       "links": tuple(fix.get("links") or ())}) if fix else None,
+            traceback=d.get("traceback"))
+
+
+def _make(status: Status, title: str, subject=None, detail=None,
+          evidence: Sequence[Evidence] = (), fix: Optional[Fix] = None) -> Finding:
+    return Finding("", status, title, subject, detail, tuple(evidence), fix)
+
+
+def ok(title: str, **kw) -> Finding:
+    return _make(Status.OK, title, **kw)
+
+
+def warn(title: str, **kw) -> Finding:
+    return _make(Status.WARN, title, **kw)
+
+
+def fail(title: str, **kw) -> Finding:
+    return _make(Status.FAIL, title, **kw)
+
+
+def skip(title: str, **kw) -> Finding:
+    return _make(Status.SKIP, title, **kw)

@@ -1,0 +1,69 @@
+"""Load checks from the versioned entry-point group ``gpudoctor.checks.v1``.
+
+The built-in checks are one entry in that group, like any third-party package's. An
+entry may point at a Check or at a sequence of Checks. A plugin that fails to import
+or declares a broken check becomes a warning about gpudoctor, never a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from importlib import metadata
+from typing import List, Tuple
+
+from gpudoctor.engine import Check, InvalidCheck, validate
+
+GROUP = "gpudoctor.checks.v1"
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    plugin: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"plugin": self.plugin, "message": self.message}
+
+
+def _entry_points():
+    eps = metadata.entry_points()
+    if hasattr(eps, "select"):
+        return list(eps.select(group=GROUP))
+    return list(eps.get(GROUP, []))  # Python < 3.10
+
+
+def _origin(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.name} ({ep.name})" if dist is not None else ep.name
+
+
+def load_checks() -> Tuple[List[Check], List[PluginProblem]]:
+    """Every registered check, built-ins first, sorted by id within each plugin."""
+    checks: List[Check] = []
+    problems: List[PluginProblem] = []
+    seen: dict = {}
+    eps = sorted(_entry_points(), key=lambda ep: (ep.value.split(":")[0] != "gpudoctor_checks", ep.name))
+    for ep in eps:
+        origin = _origin(ep)
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            problems.append(PluginProblem(origin, f"could not be loaded: {type(exc).__name__}: {exc}"))
+            continue
+        items = [obj] if isinstance(obj, Check) else obj
+        try:
+            items = list(items)
+        except TypeError:
+            problems.append(PluginProblem(origin, f"{ep.value} is neither a Check nor a list of Checks"))
+            continue
+        for item in items:
+            if isinstance(item, Check) and ep.value.split(":")[0] != "gpudoctor_checks":
+                item = replace(item, origin=origin)
+            try:
+                chk = validate(item, seen)
+            except InvalidCheck as exc:
+                problems.append(PluginProblem(origin, str(exc)))
+                continue
+            seen[chk.id] = chk
+            checks.append(chk)
+    return checks, problems

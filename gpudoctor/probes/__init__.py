@@ -1,0 +1,10 @@
+"""Probes: record raw facts about the live machine into a :class:`Snapshot`.
+
+Nothing here judges. Every command, the NVML reader and every framework probe runs
+in a child process under a timeout, all in parallel, so one hung ``nvidia-smi``
+costs at most its timeout and never blocks the others.
+"""
+
+from gpudoctor.probes.collect import CollectOptions, collect
+
+__all__ = ["CollectOptions", "collect"]

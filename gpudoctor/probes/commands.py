@@ -1,0 +1,57 @@
+"""The commands gpudoctor records, as argv lists keyed by a stable name.
+
+Keys are what snapshots and checks use (``commands/<key>.out`` in a snapshot folder).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Mapping, Optional, Tuple
+
+from gpudoctor import runner
+
+# nvidia-smi -q -x is the primary source; the table and -L are what users know and paste.
+COMMANDS: Dict[str, Tuple[str, ...]] = {
+    "nvidia_smi_xml": ("nvidia-smi", "-q", "-x"),
+    "nvidia_smi": ("nvidia-smi",),
+    "nvidia_smi_L": ("nvidia-smi", "-L"),
+    "nvidia_smi_query": ("nvidia-smi",
+                         "--query-gpu=index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used",
+                         "--format=csv"),
+    "nvcc_version": ("nvcc", "--version"),
+    # -k adds "Kernel driver in use" (nouveau vs nvidia); vendor 10de is NVIDIA.
+    "lspci": ("lspci", "-nnk", "-d", "10de:"),
+    "uname_r": ("uname", "-r"),
+    "mokutil_sb_state": ("mokutil", "--sb-state"),
+    "ldconfig_p": ("ldconfig", "-p"),
+}
+
+# Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
+_FALLBACK_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def resolve(program: str, path_var: Optional[str]) -> Optional[str]:
+    """Find ``program`` on the given PATH, then in the usual system directories."""
+    found = runner.which(program, path=path_var) if path_var else None
+    if found:
+        return found
+    return runner.which(program, path=os.pathsep.join(_FALLBACK_DIRS))
+
+
+def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.CommandResult:
+    argv = COMMANDS[key]
+    exe = resolve(argv[0], env.get("PATH"))
+    if exe is None:
+        return runner.CommandResult(argv, error="not found")
+    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env))
+    # Record the argv as the user would type it; the resolved path goes into the error text only.
+    return runner.CommandResult(argv, result.returncode, result.stdout, result.stderr,
+                                result.duration_s, result.timed_out, result.error, result.truncated)
+
+
+def _child_env(env: Mapping[str, str]) -> Dict[str, str]:
+    child = dict(env)
+    child.setdefault("LC_ALL", "C")  # stable, parseable output
+    return child

@@ -1,0 +1,107 @@
+"""Fix recipes: data files tailored with the machine's own numbers.
+
+A recipe lives in ``gpudoctor/knowledge/recipes/<id>.json``. The same recipe serves a
+check (facts from a snapshot) and ``gpudoctor explain`` (values pulled out of an error
+message, and a snapshot when one is given), so both give the same fix.
+
+Recipe file fields: ``id``, ``family``, ``title``, ``explanation``, ``summary``
+(template), ``commands`` (list of templates, or a dict keyed by distribution family
+``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``), ``needs_root``,
+``needs_reboot``, ``links`` (sources). Templates use ``{name}`` placeholders filled from
+the context below; a placeholder with no value is shown as ``<name>`` for the user to fill.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional
+
+from gpudoctor.findings import Fix
+
+RECIPE_DIR = Path(__file__).parent / "knowledge" / "recipes"
+DISTRO_FAMILIES = ("debian", "rhel", "suse", "arch")
+
+
+class UnknownRecipe(KeyError):
+    pass
+
+
+@lru_cache(maxsize=None)
+def all_recipes() -> Dict[str, Dict]:
+    out = {}
+    for path in sorted(RECIPE_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out[data["id"]] = data
+    return out
+
+
+def get(recipe_id: str) -> Dict:
+    try:
+        return all_recipes()[recipe_id]
+    except KeyError:
+        raise UnknownRecipe(recipe_id) from None
+
+
+class _Blank(dict):
+    def __missing__(self, key):
+        return f"<{key}>"
+
+
+def fill(template: str, ctx: Mapping[str, Any]) -> str:
+    values = _Blank({k: v for k, v in ctx.items() if v is not None})
+    return string.Formatter().vformat(template, (), values)
+
+
+def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
+    if not os_release:
+        return "default"
+    ids = [os_release.get("ID", "")] + os_release.get("ID_LIKE", "").split()
+    for i in ids:
+        i = i.lower()
+        if i in ("debian", "ubuntu"):
+            return "debian"
+        if i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn"):
+            return "rhel"
+        if i.startswith(("sles", "suse", "opensuse")):
+            return "suse"
+        if i in ("arch", "manjaro"):
+            return "arch"
+    return "default"
+
+
+def context(facts=None, values: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Template values from a snapshot's facts, overridden by ``values`` (e.g. from an error message)."""
+    ctx: Dict[str, Any] = {}
+    if facts is not None:
+        from gpudoctor.recipe_context import machine_context
+
+        ctx.update(machine_context(facts))
+    if values:
+        ctx.update({k: v for k, v in values.items() if v is not None})
+    return ctx
+
+
+def recipe(recipe_id: str, facts=None, **values: Any) -> Fix:
+    """The :class:`Fix` for ``recipe_id``, tailored with ``facts`` and explicit ``values``."""
+    data = get(recipe_id)
+    ctx = context(facts, values)
+    commands = data.get("commands") or []
+    if isinstance(commands, dict):
+        family = ctx.get("platform_family") or "default"
+        commands = commands.get(family) or commands.get("default") or []
+    return Fix(
+        summary=fill(data.get("summary") or data.get("title", recipe_id), ctx),
+        commands=tuple(fill(c, ctx) for c in commands),
+        needs_root=bool(data.get("needs_root")),
+        needs_reboot=bool(data.get("needs_reboot")),
+        links=tuple(data.get("links") or ()),
+        kb_id=recipe_id,
+    )
+
+
+def explanation(recipe_id: str, facts=None, **values: Any) -> str:
+    return fill(get(recipe_id).get("explanation", ""), context(facts, values))

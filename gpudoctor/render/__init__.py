@@ -1,0 +1,1 @@
+"""Renderers turn reports into text, JSON or other formats. Checks never format text."""
