@@ -1,0 +1,23 @@
+"""gpudoctor's compatibility knowledge: facts in ``data/*.json``, small loaders here.
+
+Every row in the data files carries a ``source`` URL and a ``verified`` flag; the
+loaders only read and compare (versions with ``packaging.version.Version``).
+"""
+from .archs import arch_covers, toolkit_supports_cc
+from .cuda import (
+    DriverRequirement,
+    cuda_from_driver_api_int,
+    max_cuda_for_driver,
+    min_driver_for_cuda,
+    toolkit_driver,
+)
+
+__all__ = [
+    "DriverRequirement",
+    "arch_covers",
+    "cuda_from_driver_api_int",
+    "max_cuda_for_driver",
+    "min_driver_for_cuda",
+    "toolkit_driver",
+    "toolkit_supports_cc",
+]
