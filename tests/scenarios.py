@@ -1,0 +1,35 @@
+"""Shared helpers for scenario tests: discover fixtures/scenarios/*, build their reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpudoctor.render.style import Style
+from gpudoctor.render.text import render_finding
+from gpudoctor.report import build_report
+from gpudoctor.snapshot import load
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "fixtures" / "scenarios"
+
+
+def scenario_dirs():
+    return sorted(p for p in SCENARIOS.iterdir() if (p / "expected.json").is_file()) if SCENARIOS.is_dir() else []
+
+
+def expected(path: Path) -> dict:
+    return json.loads((path / "expected.json").read_text(encoding="utf-8"))
+
+
+def report_for(path: Path):
+    return build_report(load(str(path / "snapshot")))
+
+
+def finding_text(report, check_id: str) -> str:
+    style = Style(colour=False)
+    lines = []
+    for f in report.findings:
+        if f.check_id == check_id:
+            lines.extend(render_finding(f, style, verbose=True))
+    return "\n".join(lines)

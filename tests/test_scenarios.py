@@ -1,0 +1,43 @@
+"""Every recorded machine scenario replays into its expected findings (golden tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.findings import Status
+from tests.scenarios import expected, finding_text, report_for, scenario_dirs
+
+DIRS = scenario_dirs()
+
+
+def test_there_are_scenarios():
+    assert len(DIRS) >= 5
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_scenario(path):
+    exp = expected(path)
+    report = report_for(path)
+    statuses = {}
+    for f in report.findings:
+        statuses.setdefault(f.check_id, set()).add(f.status.value)
+    for check_id, status in exp.get("expect", {}).items():
+        assert check_id in statuses, f"{check_id} produced no finding"
+        worst = max((Status(s) for s in statuses[check_id]), key=lambda s: s.rank)
+        assert worst.value == status, f"{check_id}: expected {status}, got {sorted(statuses[check_id])}"
+    for check_id, needles in exp.get("contains", {}).items():
+        text = finding_text(report, check_id)
+        for needle in needles:
+            assert needle in text, f"{check_id}: {needle!r} not in\n{text}"
+    forbidden = set(exp.get("no_other", [])) | {"error"}
+    for check_id, found in statuses.items():
+        if check_id not in exp.get("expect", {}):
+            assert not (found & forbidden), f"{check_id} unexpectedly {sorted(found & forbidden)}"
+    if "exit_code" in exp:
+        assert int(report.exit_code()) == exp["exit_code"]
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_scenario_replays_identically(path):
+    a, b = report_for(path), report_for(path)
+    assert [f.to_dict() for f in a.findings] == [f.to_dict() for f in b.findings]
