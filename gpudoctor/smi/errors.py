@@ -1,0 +1,51 @@
+"""nvidia-smi's own failure messages and warnings, found in any output.
+
+When the driver is broken nvidia-smi prints one of a handful of sentences instead of data,
+sometimes before a partial table (a GPU that fell off the bus is reported, the others are
+still listed). Those sentences are the diagnosis, so they are kept verbatim.
+"""
+
+import re
+from typing import List, Tuple
+
+# Each pattern matches one whole line nvidia-smi (or the driver it talks to) prints.
+_ERROR_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+    r"Failed to initialize NVML",
+    r"^No devices were found",
+    r"Unable to determine the device handle for (GPU|gpu)",
+    r"GPU has fallen off the bus",
+    r"GPU is lost\.",
+    r"NVIDIA-SMI couldn't find libnvidia-ml\.so",
+    r"NVML library version:",
+    r"^Unable to determine the number of devices",
+))
+_WARNING = re.compile(r"^\s*WARNING:\s*(.+?)\s*$")
+
+
+class SmiParseError(ValueError):
+    """The text is not nvidia-smi output that can be read; the message says why in one line."""
+
+
+def find_errors(lines: List[str]) -> Tuple[str, ...]:
+    """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
+    found: List[str] = []
+    for line in lines:
+        text = line.strip().strip("|").strip()
+        if len(text) > 400:
+            continue
+        if any(p.search(text) for p in _ERROR_PATTERNS) and text not in found:
+            found.append(text)
+    return tuple(found)
+
+
+def find_warnings(lines: List[str]) -> Tuple[str, ...]:
+    """`WARNING: infoROM is corrupted at gpu 0000:...` lines, without the `WARNING:` prefix.
+
+    nvidia-smi prints these before or after the table depending on the driver."""
+    found: List[str] = []
+    for line in lines:
+        match = _WARNING.match(line)
+        if match and match.group(1) not in found:
+            found.append(match.group(1))
+    return tuple(found)
