@@ -1,0 +1,149 @@
+"""`nvidia-smi -q`: the indented "NVSMI LOG" text report.
+
+Lines are `Key : value` or bare section names (`FB Memory Usage`), nested by indentation;
+each GPU starts at column 0 with `GPU 00000000:07:00.0`. The text is read into a small
+tree first, so a value is found by its section path whatever else a driver adds around it.
+"""
+
+import re
+from typing import List, Optional, Tuple
+
+from .errors import SmiParseError, find_errors, find_warnings
+from .model import SmiGpu, SmiMigDevice, SmiProcess, SmiReport
+from .values import clean, to_bool, to_float, to_int, to_mib, to_mode, to_version
+
+_GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+
+
+class _Node:
+    __slots__ = ("key", "value", "children")
+
+    def __init__(self, key: str, value: Optional[str]):
+        self.key, self.value, self.children = key, value, []
+
+    def get(self, *paths: str) -> Optional[str]:
+        """The first real value among the `/`-separated paths, e.g. "FB Memory Usage/Total"."""
+        for path in paths:
+            node = self
+            for part in path.split("/"):
+                node = next((c for c in node.children if c.key == part), None)
+                if node is None:
+                    break
+            if node is not None and clean(node.value) is not None:
+                return clean(node.value)
+        return None
+
+    def find_all(self, key: str) -> List["_Node"]:
+        """Every node named `key` below this one, depth first, in file order."""
+        found = []
+        for child in self.children:
+            found.extend([child] if child.key == key else child.find_all(key))
+        return found
+
+
+def _tree(lines: List[str]) -> _Node:
+    """Indentation to nesting. Driver 460 pads section names with trailing blanks
+    (`Single Bit            `); key and value are split at the first ` : `."""
+    root, stack = _Node("", None), []
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("="):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        key, sep, value = line.strip().partition(":")
+        node = _Node(key.strip(), value.strip() if sep else None)
+        if _GPU_HEADER.match(line.strip()):
+            node, indent = _Node("GPU", line.strip()[4:].strip()), 0
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        (stack[-1][1] if stack else root).children.append(node)
+        stack.append((indent, node))
+    return root
+
+
+def _ecc_uncorrected(gpu: _Node) -> Optional[int]:
+    """Volatile uncorrected ECC: `Double Bit/Total` up to 470; SRAM + DRAM
+    `Uncorrectable` counts from 510 on (570+ split SRAM into Parity and SEC-DED)."""
+    total = to_int(gpu.get("ECC Errors/Volatile/Double Bit/Total"))
+    if total is not None:
+        return total
+    ecc = next((c for c in gpu.children if c.key == "ECC Errors"), None)
+    volatile = next((c for c in ecc.children if c.key == "Volatile"), None) if ecc else None
+    parts = [to_int(c.value) for c in (volatile.children if volatile else []) if "Uncorrectable" in c.key]
+    parts = [p for p in parts if p is not None]
+    return sum(parts) if parts else None
+
+
+def _mig_devices(gpu: _Node, index: int) -> Tuple[SmiMigDevice, ...]:
+    """`MIG Device` entries: under `MIG Devices` up to 535, directly under the GPU on 590.
+    `-q` prints no profile name and no MIG UUID (`-L` does)."""
+    return tuple(SmiMigDevice(
+        gpu_index=index, gi_id=to_int(dev.get("GPU Instance ID")),
+        ci_id=to_int(dev.get("Compute Instance ID")), mig_index=to_int(dev.get("Index")),
+        profile=None, uuid=None,
+        memory_total_mib=to_mib(dev.get("FB Memory Usage/Total", "Shared FB Memory Usage/Total")),
+        memory_used_mib=to_mib(dev.get("FB Memory Usage/Used", "Shared FB Memory Usage/Used")),
+    ) for dev in gpu.find_all("MIG Device"))
+
+
+def _gpu(gpu: _Node, index: int) -> SmiGpu:
+    return SmiGpu(
+        index=index, name=gpu.get("Product Name"), uuid=gpu.get("GPU UUID"),
+        pci_bus_id=gpu.get("PCI/Bus Id") or clean(gpu.value),
+        memory_total_mib=to_mib(gpu.get("FB Memory Usage/Total")),
+        memory_used_mib=to_mib(gpu.get("FB Memory Usage/Used")),
+        mig_mode=gpu.get("MIG Mode/Current"),
+        serial=gpu.get("Serial Number"), vbios_version=gpu.get("VBIOS Version"),
+        driver_model=gpu.get("Driver Model/Current"),
+        persistence_mode=to_mode(gpu.get("Persistence Mode")),
+        compute_mode=gpu.get("Compute Mode"),
+        temperature_c=to_int(gpu.get("Temperature/GPU Current Temp")),
+        # "Power Readings" up to 525, "GPU Power Readings" from 535 on.
+        power_draw_w=to_float(gpu.get(
+            "Power Readings/Power Draw", "GPU Power Readings/Power Draw",
+            "GPU Power Readings/Instantaneous Power Draw", "GPU Power Readings/Average Power Draw")),
+        retired_pages_pending=to_bool(gpu.get(
+            "Retired Pages/Pending Page Blacklist", "Retired Pages/Pending Page Retirement",
+            "Retired Pages/Pending")),
+        remapped_rows_pending=to_bool(gpu.get("Remapped Rows/Pending")),
+        ecc_uncorrected_volatile=_ecc_uncorrected(gpu),
+        mig_devices=_mig_devices(gpu, index),
+    )
+
+
+def _processes(gpu: _Node, index: int, uuid: Optional[str]) -> List[SmiProcess]:
+    """`Processes : None`, or a flat run of `GPU instance ID`, `Compute instance ID`
+    (450+) and `Process ID` entries whose Type/Name/Used GPU Memory are nested under it."""
+    section = next((c for c in gpu.children if c.key == "Processes"), None)
+    found, ids = [], {}
+    for node in section.children if section else []:
+        if node.key in ("GPU instance ID", "Compute instance ID"):
+            ids[node.key] = to_int(node.value)
+        elif node.key == "Process ID":
+            found.append(SmiProcess(
+                gpu_index=index, pid=to_int(node.value), type=node.get("Type"),
+                name=node.get("Name"), used_memory_mib=to_mib(node.get("Used GPU Memory")),
+                gpu_uuid=uuid, gi_id=ids.get("GPU instance ID"), ci_id=ids.get("Compute instance ID")))
+            ids = {}
+    return found
+
+
+def parse_query(text: str) -> SmiReport:
+    """Parse `nvidia-smi -q`. The 610 driver prints `Driver Version : 610.57.04 [Deprecated;
+    ...]` and adds `KMD Version` / `CUDA UMD Version`, which are preferred when present."""
+    lines = text.splitlines()
+    root = _tree(lines)
+    gpus = [n for n in root.children if n.key == "GPU"]
+    driver = root.get("KMD Version", "Driver Version")
+    if not gpus and driver is None and root.get("Attached GPUs") is None:
+        raise SmiParseError("no `nvidia-smi -q` report found (no Driver Version, no GPU sections)")
+    parsed = [_gpu(g, i) for i, g in enumerate(gpus)]
+    return SmiReport(
+        format="query",
+        driver_version=to_version(driver),
+        cuda_version=to_version(root.get("CUDA UMD Version", "CUDA Version")),
+        attached_gpus=to_int(root.get("Attached GPUs")),
+        gpus=tuple(parsed),
+        processes=tuple(p for i, g in enumerate(gpus) for p in _processes(g, i, parsed[i].uuid)),
+        warnings=find_warnings(lines), errors=find_errors(lines),
+        kmd_version=to_version(root.get("KMD Version")),
+    )
