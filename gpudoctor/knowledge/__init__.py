@@ -11,13 +11,22 @@ from .cuda import (
     min_driver_for_cuda,
     toolkit_driver,
 )
+from .tensorflow import TfBuild, tf_build
+from .torch import TorchRelease, TorchVariant, torch_local_variant, torch_release, torch_variants_for
 
 __all__ = [
     "DriverRequirement",
+    "TfBuild",
+    "TorchRelease",
+    "TorchVariant",
     "arch_covers",
     "cuda_from_driver_api_int",
     "max_cuda_for_driver",
     "min_driver_for_cuda",
+    "tf_build",
     "toolkit_driver",
     "toolkit_supports_cc",
+    "torch_local_variant",
+    "torch_release",
+    "torch_variants_for",
 ]
