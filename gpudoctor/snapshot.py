@@ -127,8 +127,14 @@ def _norm(path: str) -> str:
 
 
 def load(directory: str) -> Snapshot:
-    """Load a snapshot folder written by :meth:`Snapshot.save` (or built by hand)."""
+    """Load a snapshot folder written by :meth:`Snapshot.save` (or built by hand).
+
+    A folder that holds a ``snapshot/`` sub-folder (a scenario fixture, an unpacked
+    bundle) is accepted too.
+    """
     root = Path(directory)
+    if not (root / "snapshot.json").is_file() and (root / "snapshot" / "snapshot.json").is_file():
+        root = root / "snapshot"
     meta_file = root / "snapshot.json"
     if not root.is_dir():
         raise SnapshotError(f"{directory}: not a snapshot folder (no such directory)")
