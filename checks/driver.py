@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import smi_failure
+from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure, smi_key
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.recipes import recipe
 
@@ -30,10 +30,10 @@ def driver_answers(f: Facts):
     if f.has("smi") and f["smi"].gpus:
         report = f["smi"]
         return ok(f"driver {report.driver_version} answers, {len(report.gpus)} GPU(s) visible",
-                  evidence=[Evidence(f"command:{_key(f, res)}", f"driver {report.driver_version}, "
+                  evidence=[Evidence(f"command:{smi_key(f)}", f"driver {report.driver_version}, "
                                      f"CUDA {report.cuda_version or 'unknown'}")])
     signs = _gpu_evidence(f)
-    cmd_ev = Evidence(f"command:{_key(f, res)}", smi_failure(res) if not res.ok else (f.why_missing("smi") or ""))
+    cmd_ev = Evidence(f"command:{recorded_smi_key(f)}", smi_failure(res) if not res.ok else (f.why_missing("smi") or ""))
     if res.timed_out:
         return fail(f"nvidia-smi did not answer within {res.duration_s:.0f}s",
                     detail="A hung nvidia-smi usually means a GPU or the driver is stuck; jobs will hang too.",
@@ -57,13 +57,6 @@ def driver_answers(f: Facts):
         return fail("the NVIDIA driver is loaded but finds no GPU",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
     return fail("nvidia-smi failed", evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
-
-
-def _key(f: Facts, res) -> str:
-    for key, value in f.snapshot.commands.items():
-        if value is res:
-            return key
-    return "nvidia_smi_xml"
 
 
 CHECKS = (driver_answers,)

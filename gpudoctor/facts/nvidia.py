@@ -26,14 +26,26 @@ def smi_failure(res: CommandResult) -> str:
     return res.describe() + (f": {said}" if said and not res.ok else "")
 
 
+def recorded_smi_key(f: Facts) -> Optional[str]:
+    """The key of the first nvidia-smi command the snapshot recorded (XML first)."""
+    return next((k for k in SMI_KEYS if f.snapshot.command(k) is not None), None)
+
+
+def smi_key(f: Facts) -> str:
+    """The key of the nvidia-smi output the facts were parsed from (the first that ran)."""
+    return next((k for k in SMI_KEYS if (f.snapshot.command(k) or _FAILED).ok), SMI_KEYS[0])
+
+
+_FAILED = CommandResult(("nvidia-smi",), error="not recorded")
+
+
 @fact("smi_result")
 def smi_result(f: Facts) -> CommandResult:
     """The recorded `nvidia-smi -q -x` run (how it ended, even when it failed)."""
-    for key in SMI_KEYS:
-        res = f.snapshot.command(key)
-        if res is not None:
-            return res
-    raise Missing("nvidia-smi was not recorded in this snapshot")
+    key = recorded_smi_key(f)
+    if key is None:
+        raise Missing("nvidia-smi was not recorded in this snapshot")
+    return f.snapshot.command(key)
 
 
 @fact("smi")
@@ -134,20 +146,12 @@ def driver_version(f: Facts) -> Dict[str, str]:
     """The user-space driver version (nvidia-smi or NVML) and where it came from."""
     report = f.get("smi")
     if report is not None and report.driver_version:
-        return {"version": report.driver_version, "source": f"command:{_smi_key(f)}"}
+        return {"version": report.driver_version, "source": f"command:{smi_key(f)}"}
     nv = f.snapshot.nvml
     v = nvml_value(nv.get("driver_version")) if nv else None
     if v:
         return {"version": str(v), "source": "nvml:driver_version"}
     raise Missing(f.why_missing("smi") or "no driver version was recorded")
-
-
-def _smi_key(f: Facts) -> str:
-    for key in SMI_KEYS:
-        res = f.snapshot.command(key)
-        if res is not None and res.ok:
-            return key
-    return SMI_KEYS[0]
 
 
 @fact("cuda_driver_max")
