@@ -11,16 +11,19 @@ from .cuda import (
     min_driver_for_cuda,
     toolkit_driver,
 )
+from .gpus import GpuInfo, gpu_info
 from .tensorflow import TfBuild, tf_build
 from .torch import TorchRelease, TorchVariant, torch_local_variant, torch_release, torch_variants_for
 
 __all__ = [
     "DriverRequirement",
+    "GpuInfo",
     "TfBuild",
     "TorchRelease",
     "TorchVariant",
     "arch_covers",
     "cuda_from_driver_api_int",
+    "gpu_info",
     "max_cuda_for_driver",
     "min_driver_for_cuda",
     "tf_build",
