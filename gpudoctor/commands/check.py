@@ -87,5 +87,7 @@ def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, 
     if as_json:
         click.echo(dumps(report.to_dict()), nl=False)
     else:
-        click.echo(render(report, Style.for_stream(sys.stdout, color), verbose), nl=False)
+        style = Style.for_stream(sys.stdout, color)
+        # click.echo strips escape codes off a non-terminal unless told the colour was decided.
+        click.echo(render(report, style, verbose), nl=False, color=style.colour)
     return report.exit_code(strict)

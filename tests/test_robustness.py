@@ -1,0 +1,81 @@
+"""Never hang, never crash: hung, garbage, binary or truncated command output becomes a finding."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_gpudoctor
+
+XML = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" / "rtx-3060_driver-570.124.04_cuda-12.8.xml"
+
+
+def _env(stub_bin):
+    return {"PATH": f"{stub_bin.dir}:{os.environ['PATH']}"}
+
+
+def _findings(proc):
+    data = json.loads(proc.stdout)
+    return {f["check_id"]: f for f in data["findings"]}, data
+
+
+def test_hung_nvidia_smi_is_a_finding_within_the_total_timeout(stub_bin):
+    stub_bin("nvidia-smi", "sleep 1000")
+    start = time.monotonic()
+    proc = run_gpudoctor("check", "--json", env=_env(stub_bin), timeout=60)
+    elapsed = time.monotonic() - start
+    assert elapsed < 16, f"check took {elapsed:.1f}s with a hung nvidia-smi"
+    findings, _ = _findings(proc)
+    assert findings["DRV001"]["status"] == "fail"
+    assert "did not answer within" in findings["DRV001"]["title"]
+    assert proc.returncode == 1
+
+
+def test_hang_respects_a_shorter_timeout(stub_bin):
+    stub_bin("nvidia-smi", "sleep 1000")
+    start = time.monotonic()
+    proc = run_gpudoctor("check", "--json", "--timeout", "3", "--no-frameworks", env=_env(stub_bin))
+    assert time.monotonic() - start < 8
+    findings, _ = _findings(proc)
+    assert "did not answer within 3s" in findings["DRV001"]["title"] or \
+        "did not answer within 2s" in findings["DRV001"]["title"]
+
+
+@pytest.mark.parametrize("script", [
+    r"printf '\000\001\002\377garbage\376'",                     # binary
+    "echo 'Segmentation fault'; exit 0",                          # junk text, exit 0
+    f"head -c 700 '{XML}'",                                       # truncated XML
+    "printf ''",                                                  # empty output
+])
+def test_garbage_nvidia_smi_output_is_a_finding(stub_bin, script):
+    stub_bin("nvidia-smi", script)
+    proc = run_gpudoctor("check", "--json", "--no-frameworks", env=_env(stub_bin))
+    assert "Traceback" not in proc.stderr
+    findings, data = _findings(proc)
+    assert findings["DRV001"]["status"] == "fail"
+    assert all(f["status"] != "error" for f in data["findings"]), data["findings"]
+    assert proc.returncode == 1
+
+
+def test_real_xml_from_a_stub_reads_as_a_working_driver(stub_bin):
+    stub_bin("nvidia-smi", f"cat '{XML}'")
+    proc = run_gpudoctor("check", "--json", "--no-frameworks", env=_env(stub_bin))
+    findings, data = _findings(proc)
+    assert findings["DRV001"]["status"] == "ok"
+    assert "570.124.04" in findings["DRV001"]["title"]
+    assert data["machine"]["gpus"][0]["name"] == "NVIDIA GeForce RTX 3060"
+
+
+def test_hung_framework_probe_is_bounded(stub_bin, tmp_path):
+    # A "python" whose torch import hangs: the probe is killed at the deadline and reported.
+    fake = stub_bin("hangpython", "sleep 1000")
+    start = time.monotonic()
+    proc = run_gpudoctor("check", "--json", "--python", str(fake), "--timeout", "4")
+    assert time.monotonic() - start < 10
+    _, data = _findings(proc)
+    assert data["machine"]["frameworks"]["torch"]["installed"] is False
+    assert "did not finish" in data["machine"]["frameworks"]["torch"]["why"]
