@@ -12,6 +12,7 @@ import importlib
 MODULES = (
     "gpudoctor_checks.driver",
     "gpudoctor_checks.inventory",
+    "gpudoctor_checks.probes",
 )
 
 

@@ -79,3 +79,25 @@ def test_hung_framework_probe_is_bounded(stub_bin, tmp_path):
     _, data = _findings(proc)
     assert data["machine"]["frameworks"]["torch"]["installed"] is False
     assert "did not finish" in data["machine"]["frameworks"]["torch"]["why"]
+
+
+def test_probe_reports_the_hang_as_a_finding(stub_bin):
+    fake = stub_bin("hangpython2", "sleep 1000")
+    proc = run_gpudoctor("check", "--json", "--python", str(fake), "--timeout", "3")
+    findings = [f for f in json.loads(proc.stdout)["findings"] if f["check_id"] == "PRB001"]
+    assert {f["subject"] for f in findings} == {"torch", "tensorflow", "jax"}
+    assert all("did not finish within" in f["title"] and f["status"] == "warn" for f in findings)
+
+
+def test_a_framework_that_fails_to_import_is_reported_with_its_error(tmp_path):
+    # A torch whose import fails the way a CUDA wheel without its cuDNN does.
+    pkg = tmp_path / "torch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "raise OSError('libcudnn.so.9: cannot open shared object file: No such file or directory')\n")
+    proc = run_gpudoctor("check", "--json", "--timeout", "12", env={"PYTHONPATH": str(tmp_path)})
+    data = json.loads(proc.stdout)
+    prb = next(f for f in data["findings"] if f["check_id"] == "PRB001" and f["subject"] == "torch")
+    assert "`import torch` fails" in prb["title"] and "libcudnn.so.9" in prb["title"]
+    assert prb["fix"]["kb_id"] == "framework_import_fails"
+    assert data["machine"]["frameworks"]["torch"]["import_error"].startswith("libcudnn.so.9")

@@ -29,8 +29,20 @@ def color_option(fn):
                         help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).")(fn)
 
 
+def _resolve_python(ctx, param, value):
+    import os
+    import shutil
+
+    if value is None:
+        return None
+    found = value if os.sep in value else shutil.which(value)
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise InputError(f"--python {value}: no such executable")
+    return os.path.abspath(found)
+
+
 def python_option(fn):
-    return click.option("--python", "python", type=click.Path(dir_okay=False), default=None,
+    return click.option("--python", "python", default=None, callback=_resolve_python, metavar="PATH",
                         help="The interpreter your jobs run with, to probe its torch/TensorFlow/JAX "
                              "(default: the one running gpudoctor).")(fn)
 
