@@ -30,7 +30,7 @@ def test_gpu_less_machine_gives_a_plain_report():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "no NVIDIA GPU or driver found" in out
-    assert "torch    2.13.0+cpu (CPU-only build)" in out
+    assert "  torch      2.13.0+cpu (CPU-only build)" in out
     assert "tensorflow" in out and "CPU build" in out
     assert "Summary:" in out and "Traceback" not in out + proc.stderr
 

@@ -19,23 +19,27 @@ def render_machine(report: Report, style: Style) -> List[str]:
                                     m.get("container") and f"in a {m['container']} container",
                                     m.get("wsl") and "WSL") if x)
     if os_line:
-        lines.append(f"  system   {os_line}")
+        lines.append(_row("system", os_line))
     if m.get("driver_version"):
         cuda = f", supports CUDA up to {m['cuda_driver_max']}" if m.get("cuda_driver_max") else ""
-        lines.append(f"  driver   {m['driver_version']}{cuda}")
+        lines.append(_row("driver", f"{m['driver_version']}{cuda}"))
     else:
-        lines.append(f"  driver   none found ({m.get('no_gpu_reason') or 'no NVIDIA driver answered'})")
+        lines.append(_row("driver", f"none found ({m.get('no_gpu_reason') or 'no NVIDIA driver answered'})"))
     for g in m.get("gpus") or []:
         mem = f", {g['memory_total_mib']} MiB" if g.get("memory_total_mib") else ""
         cc = f", compute {g['compute_cap']}" if g.get("compute_cap") else ""
         mig = ", MIG on" if g.get("mig_mode") == "Enabled" else ""
-        lines.append(f"  gpu {g['index']:<4} {g.get('name') or 'unknown'}{mem}{cc}{mig}")
+        lines.append(_row(f"gpu {g['index']}", f"{g.get('name') or 'unknown'}{mem}{cc}{mig}"))
     if m.get("nvcc"):
-        lines.append(f"  nvcc     {m['nvcc']}")
+        lines.append(_row("nvcc", m["nvcc"]))
     for name, fw in (m.get("frameworks") or {}).items():
         if fw.get("installed"):
-            lines.append(f"  {name:<8} {_framework_line(name, fw)}")
+            lines.append(_row(name, _framework_line(name, fw)))
     return lines
+
+
+def _row(label: str, value: str) -> str:
+    return f"  {label:<11}{value}"
 
 
 def _framework_line(name: str, fw: dict) -> str:
