@@ -6,7 +6,8 @@ a capture script's multi-command file) into a file, or pipe it in with `-`.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import sys
+from typing import List, Sequence
 
 import click
 
@@ -24,12 +25,13 @@ class _Unreadable(click.ClickException):
         click.echo(f"gpudoctor: {self.format_message()}", err=True)
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, limit: int) -> bytes:
     if path == "-":
-        return click.get_binary_stream("stdin").read(MAX_BYTES + 1)
+        stream = getattr(sys.stdin, "buffer", None)
+        return stream.read(limit + 1) if stream else sys.stdin.read(limit + 1).encode("utf-8")
     try:
         with open(path, "rb") as handle:
-            return handle.read(MAX_BYTES + 1)
+            return handle.read(limit + 1)
     except FileNotFoundError:
         raise _Unreadable(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -40,13 +42,14 @@ def _read(path: str) -> bytes:
         raise _Unreadable(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def load_report(path: str):
+def load_report(path: str, max_bytes: int = MAX_BYTES):
     """The parsed SmiReport of `path`, or _Unreadable with the reason in one line."""
     from gpudoctor.smi import SmiParseError, parse
 
-    data = _read(path)
-    if len(data) > MAX_BYTES:
-        raise _Unreadable(f"{path}: larger than 64 MiB, not nvidia-smi output")
+    data = _read(path, max_bytes)
+    if len(data) > max_bytes:
+        size = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes} bytes"
+        raise _Unreadable(f"{path}: larger than {size}, not nvidia-smi output")
     if b"\x00" in data:
         raise _Unreadable(f"{path}: binary data, not nvidia-smi output")
     try:

@@ -8,8 +8,8 @@ still listed). Those sentences are the diagnosis, so they are kept verbatim.
 import re
 from typing import List, Tuple
 
-# Each pattern matches one whole line nvidia-smi (or the driver it talks to) prints.
-_ERROR_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
+# Each pattern matches one line nvidia-smi (or the driver it talks to) prints.
+_ERROR = re.compile("|".join("(?:%s)" % p for p in (
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
     r"Failed to initialize NVML",
     r"^No devices were found",
@@ -19,7 +19,10 @@ _ERROR_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"NVIDIA-SMI couldn't find libnvidia-ml\.so",
     r"NVML library version:",
     r"^Unable to determine the number of devices",
-))
+)), re.IGNORECASE)
+# The distinctive words of the messages above, to skip the line-by-line scan quickly.
+_KEYWORDS = re.compile(r"NVIDIA-SMI has failed|NVML|No devices were found|device handle|fallen off the bus"
+                       r"|GPU is lost|libnvidia-ml|number of devices", re.IGNORECASE)
 _WARNING = re.compile(r"^\s*WARNING:\s*(.+?)\s*$")
 
 
@@ -30,11 +33,13 @@ class SmiParseError(ValueError):
 def find_errors(lines: List[str]) -> Tuple[str, ...]:
     """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
     found: List[str] = []
+    if not _KEYWORDS.search("\n".join(lines)):
+        return ()
     for line in lines:
         text = line.strip().strip("|").strip()
         if len(text) > 400:
             continue
-        if any(p.search(text) for p in _ERROR_PATTERNS) and text not in found:
+        if _ERROR.search(text) and text not in found:
             found.append(text)
     return tuple(found)
 

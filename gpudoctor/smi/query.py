@@ -130,7 +130,10 @@ def _processes(gpu: _Node, index: int, uuid: Optional[str]) -> List[SmiProcess]:
 def parse_query(text: str) -> SmiReport:
     """Parse `nvidia-smi -q`. The 610 driver prints `Driver Version : 610.57.04 [Deprecated;
     ...]` and adds `KMD Version` / `CUDA UMD Version`, which are preferred when present."""
-    lines = text.splitlines()
+    lines, notes = text.splitlines(), ()
+    logs = [i for i, line in enumerate(lines) if "NVSMI LOG" in line]
+    if len(logs) > 1:  # several runs in one file: read the first
+        lines, notes = lines[:logs[1]], ("%d `nvidia-smi -q` reports found; only the first was read" % len(logs),)
     root = _tree(lines)
     gpus = [n for n in root.children if n.key == "GPU"]
     driver = root.get("KMD Version", "Driver Version")
@@ -144,6 +147,6 @@ def parse_query(text: str) -> SmiReport:
         attached_gpus=to_int(root.get("Attached GPUs")),
         gpus=tuple(parsed),
         processes=tuple(p for i, g in enumerate(gpus) for p in _processes(g, i, parsed[i].uuid)),
-        warnings=find_warnings(lines), errors=find_errors(lines),
+        warnings=find_warnings(lines) + notes, errors=find_errors(lines),
         kmd_version=to_version(root.get("KMD Version")),
     )

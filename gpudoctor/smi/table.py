@@ -7,7 +7,7 @@ recognised by the shape of their cells, not by their column positions.
 
 import re
 from dataclasses import replace
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from .errors import SmiParseError, find_errors, find_warnings
 from .model import SmiGpu, SmiMigDevice, SmiProcess, SmiReport
@@ -15,7 +15,7 @@ from .values import clean, to_int, to_mib, to_mode, to_version
 
 _BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+(\S+)")
 _HEADER_VALUE = r"%s:\s*(\S+)"
-_BUS_ID = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+(\S+)?")
+_BUS_ID = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])(?:\s+(\S+))?")
 _GPU_CELL = re.compile(r"^\s*(\d+)\s+(.*\S)\s+(On|Off|WDDM|TCC|MCDM|N/A|ERR!)\s*$")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _MIG_CELL = re.compile(r"^\s*(\d+)\s+(\d+|N/A)\s+(\d+|N/A)\s+(\d+|N/A)\s*$")
@@ -113,10 +113,19 @@ def _header(lines: List[str]) -> dict:
     return found
 
 
+def _first_table(lines: List[str]) -> Tuple[List[str], Tuple[str, ...]]:
+    """A `watch nvidia-smi` log or repeated runs hold several tables; the first is read."""
+    banners = [i for i, line in enumerate(lines) if _BANNER.search(line)]
+    if len(banners) < 2:
+        return lines, ()
+    cut = banners[1] - (1 if lines[banners[1] - 1].lstrip().startswith("+") else 0)
+    return lines[:cut], ("%d nvidia-smi tables found; only the first was read" % len(banners),)
+
+
 def parse_table(text: str) -> SmiReport:
     """Parse the default `nvidia-smi` output, ignoring whatever surrounds the table
     (a `$ nvidia-smi` prompt, `WARNING: infoROM is corrupted ...` lines)."""
-    lines = text.splitlines()
+    lines, notes = _first_table(text.splitlines())
     gpus, migs, processes = [], [], []
     for block in _blocks(lines):
         gpu = _gpu(block)
@@ -135,4 +144,4 @@ def parse_table(text: str) -> SmiReport:
         format="table", driver_version=header["kmd"] or header["driver"],
         cuda_version=header["umd"] or header["cuda"], attached_gpus=None,
         gpus=tuple(gpus), processes=tuple(processes),
-        warnings=find_warnings(lines), errors=errors, kmd_version=header["kmd"])
+        warnings=find_warnings(lines) + notes, errors=errors, kmd_version=header["kmd"])

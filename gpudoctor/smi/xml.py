@@ -120,7 +120,10 @@ def parse_xml(text: str) -> SmiReport:
     start = min((i for i in (text.find("<?xml"), text.find("<nvidia_smi_log")) if i >= 0), default=-1)
     if start < 0:
         raise SmiParseError("no <nvidia_smi_log> XML found")
-    root, gpus, note = _read_tree(text[start:])
+    end = text.find("</nvidia_smi_log>", start)
+    more = end >= 0 and "<nvidia_smi_log" in text[end:]
+    # Stop at the closing tag: a shell prompt or a second report may follow it.
+    root, gpus, note = _read_tree(text[start:end + len("</nvidia_smi_log>")] if end >= 0 else text[start:])
     if note and not gpus and root.find("driver_version") is None:
         raise SmiParseError(note.split(";")[0])
     parsed = [_gpu(g, i) for i, g in enumerate(gpus)]
@@ -131,5 +134,5 @@ def parse_xml(text: str) -> SmiReport:
         cuda_version=to_version(_text(root, "cuda_version")),
         attached_gpus=to_int(_text(root, "attached_gpus")),
         gpus=tuple(parsed), processes=tuple(processes),
-        warnings=(note,) if note else (),
+        warnings=((note,) if note else ()) + (("several XML reports found; only the first was read",) if more else ()),
     )
