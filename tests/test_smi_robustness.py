@@ -166,3 +166,9 @@ def test_extract_returns_none_without_nvidia_smi_output():
     assert extract(TRACEBACK) is None
     assert extract("") is None
     assert extract("| a table | but not nvidia-smi |\n") is None
+
+
+def test_bytes_are_accepted_and_binary_bytes_refused():
+    assert parse(TABLE.read_bytes()).driver_version == "390.25"
+    with pytest.raises(SmiParseError, match="binary data"):
+        parse(b"\x7fELF\x02\x01\x01\x00" * 64)

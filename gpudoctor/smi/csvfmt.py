@@ -61,7 +61,8 @@ _GUESSES = (
     ("uuid", re.compile(r"^GPU-[0-9a-fA-F-]{8,}$")),
     ("pci.bus_id", re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")),
     ("name", re.compile(r"(NVIDIA|Tesla|GeForce|Quadro|TITAN|GRID|Graphics Device)", re.I)),
-    ("driver_version", re.compile(r"^\d{3}\.\d{2,3}(\.\d{2})?$")),
+    # only three-part versions: a two-part one ("591.86") is indistinguishable from watts
+    ("driver_version", re.compile(r"^\d{3}\.\d{2,3}\.\d{2}$")),
 )
 
 
@@ -72,7 +73,7 @@ def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
     width = len(rows[0]) if rows else 0
     if width < 2 or any(len(r) != width for r in rows[:-1]):
         return None
-    names = ["?%d" % i for i in range(width)]
+    names = ["?%d" % i for i in range(width)]  # unnamed columns are ignored
     for i, cell in enumerate(rows[0]):
         name = next((n for n, rx in _GUESSES if rx.search(cell) and n not in names), None)
         names[i] = name or names[i]
@@ -93,7 +94,8 @@ def _rows(text: str) -> Tuple[List[List[str]], bool]:
 
 def _timestamp(value: str) -> Optional[float]:
     try:
-        return datetime.strptime(value.strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()
+        moment = datetime.strptime(value.strip(), "%Y/%m/%d %H:%M:%S.%f")
+        return (moment - datetime(1970, 1, 1)).total_seconds()  # naive on purpose: only gaps matter
     except ValueError:
         return None
 

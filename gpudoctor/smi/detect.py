@@ -5,7 +5,7 @@ CRLF text, a capture script's multi-command file, or just the error nvidia-smi p
 """
 
 import re
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 from . import bundle
 from .csvfmt import content_lines, guess_fields, is_header, parse_csv
@@ -25,8 +25,11 @@ _QUERY = re.compile(r"NVSMI LOG|^Attached GPUs\s*:|^GPU [0-9A-Fa-f]{4,8}:[0-9A-F
 _TABLE = re.compile(r"\|\s*NVIDIA-SMI\s+\S+|^\s*\|\s+\d+\s+.*\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:", re.M)
 
 
-def normalise(text: str) -> str:
-    """Unix newlines, no BOM, no terminal colour codes (`topo -m` underlines its header)."""
+def normalise(text: Union[str, bytes]) -> str:
+    """Unix newlines, no BOM, no terminal colour codes (`topo -m` underlines its header).
+    Bytes are decoded as UTF-8 with replacement characters (Windows consoles vary)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     return _ANSI.sub("", text)
 
