@@ -1,0 +1,230 @@
+"""Assemble a bundle: collect, sanitise, compute the report from the sanitised snapshot, write.
+
+The report inside is built from the snapshot exactly as it is stored in the archive
+(saved, sanitised, and loaded back), so `gpudoctor check --snapshot BUNDLE` elsewhere
+gives the same findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import gpudoctor
+from gpudoctor.bundle import collect, html
+from gpudoctor.bundle.anonymize import Anonymizer
+from gpudoctor.bundle.redact import SecretRedactor, redact_url, secret_env
+from gpudoctor.bundle.sanitize import Sanitizer, snapshot_texts
+from gpudoctor.bundle.write import AtomicFile, Cleanup, Member, sha256, write_archive
+from gpudoctor.runner import CommandResult
+from gpudoctor.snapshot import Snapshot, load
+
+SCHEMA = "gpudoctor.bundle/1"
+Note = Callable[[str, str], None]
+
+
+@dataclass
+class Options:
+    python: str = sys.executable
+    timeout: float = 15.0
+    frameworks: bool = True
+    anonymize: bool = False
+    hide: Sequence[str] = ()
+    root: str = "/"
+    command_line: Sequence[str] = ()
+    environ: Optional[Mapping[str, str]] = None
+
+
+@dataclass
+class Result:
+    path: str
+    size: int
+    members: List[str]
+    redactions: Dict[str, Dict[str, int]]
+    summary: Dict[str, int]
+    anonymized: bool
+    duration_s: float = 0.0
+    commands: List[Dict] = field(default_factory=list)
+
+
+def machine_names(root: str, environ: Mapping[str, str]) -> Tuple[List[str], List[str]]:
+    """This machine's host names and user names, to be replaced by --anonymize."""
+    hosts = [socket.gethostname()]
+    for rel in ("etc/hostname", "proc/sys/kernel/hostname"):
+        try:
+            hosts.append(Path(root, rel).read_text(encoding="utf-8", errors="replace").strip())
+        except OSError:
+            pass
+    users = [environ.get(k, "") for k in ("USER", "LOGNAME", "SUDO_USER", "USERNAME")]
+    try:
+        users.append(pwd.getpwuid(os.getuid()).pw_name)
+    except (KeyError, OSError):
+        pass
+    return [h for h in hosts if h], [u for u in users if u]
+
+
+def sanitizer_for(opts: Options, environ: Mapping[str, str]) -> Sanitizer:
+    secrets = SecretRedactor(secret_env(environ), hide=opts.hide)
+    if not opts.anonymize:
+        return Sanitizer(secrets)
+    hosts, users = machine_names(opts.root, environ)
+    return Sanitizer(secrets, Anonymizer(hostnames=hosts, users=users))
+
+
+def host_label(s: Sanitizer) -> str:
+    """The host part of the default file name: the pseudonym under --anonymize."""
+    if s.anonymizer is not None and s.anonymizer.host_label:
+        return s.anonymizer.host_label
+    return s.text(socket.gethostname())
+
+
+def collect_all(opts: Options, environ: Mapping[str, str], note: Note) -> Tuple[Snapshot, Dict[str, CommandResult]]:
+    """The snapshot and the extra commands, all in parallel under one deadline."""
+    from gpudoctor.commands.check import live_snapshot
+
+    start = time.monotonic()
+    running = collect.Collection.start(collect.plan(opts.python, environ), environ, opts.timeout, note)
+    snap = live_snapshot(opts.python, opts.timeout, opts.root, opts.frameworks, note)
+    extras = running.results(opts.timeout + 1.0 - (time.monotonic() - start))
+    return snap, extras
+
+
+def build(opts: Options, out: AtomicFile, cleanup: Cleanup, note: Note = lambda n, s: None,
+          sanitizer: Optional[Sanitizer] = None) -> Result:
+    started = time.monotonic()
+    environ = dict(os.environ if opts.environ is None else opts.environ)
+    s = sanitizer or sanitizer_for(opts, environ)
+    snap, extras = collect_all(opts, environ, note)
+    note("sanitising", "start")
+    pkg_env = collect.package_env(environ)
+    s.learn(list(snapshot_texts(snap)) + [r.stdout + r.stderr + " ".join(r.argv) for r in extras.values()]
+            + list(pkg_env.values()) + list(opts.command_line))
+    stage = tempfile.mkdtemp(prefix="gpudoctor-bundle-stage-")
+    cleanup.dirs.append(stage)
+    s.snapshot(snap).save(os.path.join(stage, "snapshot"))
+    replay = load(os.path.join(stage, "snapshot"))
+    replay.source = None
+    members = _snapshot_members(stage)
+    members += _report_members(replay, s)
+    members += _extra_members(extras, pkg_env, environ, s)
+    commands = _commands(replay, extras, s, opts)
+    manifest = _manifest(opts, s, members, commands)
+    members.append(("manifest.json", s.text(manifest).encode("utf-8")))
+    note("sanitising", "done")
+    top = os.path.basename(out.target)
+    top = top[:-len(".tar.gz")] if top.endswith(".tar.gz") else top.rsplit(".", 1)[0] or "gpudoctor-bundle"
+    size = write_archive(out, top, members)
+    summary = json.loads(next(d for n, d in members if n == "report.json")).get("summary", {})
+    return Result(out.target, size, [n for n, _ in members], s.counts(), summary, s.anonymize,
+                  round(time.monotonic() - started, 3), commands)
+
+
+def _snapshot_members(stage: str) -> List[Member]:
+    base = Path(stage)
+    files = sorted(p for p in (base / "snapshot").rglob("*") if p.is_file())
+    return [(p.relative_to(base).as_posix(), p.read_bytes()) for p in files]
+
+
+def _report_members(snap: Snapshot, s: Sanitizer) -> List[Member]:
+    from gpudoctor.render.json import dumps
+    from gpudoctor.render.style import Style
+    from gpudoctor.render.text import render
+    from gpudoctor.report import build_report
+
+    report = build_report(snap)
+    data = report.to_dict()
+    notice = ("Secrets were redacted" + (" and host names, user names, addresses, GPU serials and UUIDs "
+                                          "replaced by consistent pseudonyms" if s.anonymize else "") +
+              " before this report was made.")
+    return [("report.json", s.text(dumps(data)).encode("utf-8")),
+            ("report.txt", s.text(render(report, Style(colour=False), verbose=True)).encode("utf-8")),
+            ("report.html", s.text(html.render(data, notice)).encode("utf-8"))]
+
+
+def _extra_members(extras: Dict[str, CommandResult], pkg_env: Dict[str, str], environ: Mapping[str, str],
+                   s: Sanitizer) -> List[Member]:
+    out: List[Member] = []
+    for key, name in (("pip_list", "python/pip-list"), ("conda_list", "python/conda-list")):
+        if key in extras:
+            out.append(_json_listing(name, extras[key], s))
+    if "pip_config" in extras:
+        res = extras["pip_config"]
+        text = res.stdout if res.ok else f"# {res.describe()}\n{res.stdout}{res.stderr}"
+        out.append(("python/pip-config.txt", s.text(text).encode("utf-8")))
+    out.append(("kernel/nvidia-messages.txt", s.text(collect.kernel_report(extras)).encode("utf-8")))
+    env = {"package_settings": {k: s.text(redact_url(v)) for k, v in sorted(pkg_env.items())},
+           "secret_variables": sorted(secret_env(environ)),
+           "note": "secret_variables lists names only; their values are never recorded and are redacted "
+                   "wherever they appear"}
+    out.append(("environment.json", (json.dumps(env, indent=2, sort_keys=True) + "\n").encode("utf-8")))
+    return out
+
+
+def _json_listing(name: str, res: CommandResult, s: Sanitizer) -> Member:
+    """pip/conda JSON with names and versions kept verbatim (9.1.0.70 is a version, not an IP address)."""
+    try:
+        rows = json.loads(res.stdout) if res.ok else None
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list):
+        text = f"# {res.describe()}\n# stdout:\n{res.stdout}\n# stderr:\n{res.stderr}"
+        return (f"{name}.txt", s.text(text).encode("utf-8"))
+    keep = ("name", "version", "build_string", "build_number")
+    clean = [{k: (s.secrets.text(v) if k in keep and isinstance(v, str) else
+                  v if k in keep else s.value(v)) for k, v in row.items()} if isinstance(row, dict) else s.value(row)
+             for row in rows]
+    return (f"{name}.json", (json.dumps(clean, indent=1) + "\n").encode("utf-8"))
+
+
+def _commands(snap: Snapshot, extras: Dict[str, CommandResult], s: Sanitizer, opts: Options) -> List[Dict]:
+    """Every command the bundle ran: argv, exit code, duration, how it ended."""
+    rows = []
+    for key, res in sorted(snap.commands.items()):
+        rows.append({"key": key, "part": "snapshot", **_cmd(res)})
+    probe = (snap.nvml or {}).get("probe") or {}
+    if probe:
+        rows.append({"key": "nvml", "part": "snapshot", "argv": [s.text(sys.executable), "-m",
+                     "gpudoctor.probes.nvml_child"], **_probe_fields(probe)})
+    for name, fw in sorted((snap.frameworks or {}).items()):
+        p = fw.get("probe") or {}
+        rows.append({"key": f"framework:{name}", "part": "snapshot",
+                     "argv": [p.get("python") or s.text(opts.python), "-c", "<gpudoctor/probes/framework_probe.py>",
+                              name], **_probe_fields(p)})
+    for key, res in extras.items():
+        rows.append({"key": key, "part": "bundle", **s.value(_cmd(res))})
+    return rows
+
+
+def _cmd(res: CommandResult) -> Dict:
+    return {"argv": list(res.argv), "returncode": res.returncode, "duration_s": res.duration_s,
+            "timed_out": res.timed_out, "error": res.error}
+
+
+def _probe_fields(p: Mapping) -> Dict:
+    return {"returncode": p.get("returncode"), "duration_s": p.get("duration_s"),
+            "timed_out": bool(p.get("timed_out")), "error": p.get("error")}
+
+
+def _manifest(opts: Options, s: Sanitizer, members: List[Member], commands: List[Dict]) -> str:
+    data = {
+        "schema": SCHEMA,
+        "gpudoctor_version": gpudoctor.__version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command_line": [s.text(a) for a in opts.command_line],
+        "python": s.text(opts.python),
+        "anonymized": s.anonymize,
+        "redactions": s.counts(),
+        "commands": commands,
+        "members": [{"name": n, "size": len(d), "sha256": sha256(d)} for n, d in members],
+        "replay": "gpudoctor check --snapshot <this file>",
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
