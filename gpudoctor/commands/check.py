@@ -41,6 +41,8 @@ def _list_checks(as_json: bool) -> None:
 @click.command("check")
 @snapshot_option
 @json_option
+@click.option("--jsonl", is_flag=True,
+              help="Print the JSON report on one line (for `srun ... | gpudoctor fleet -`).")
 @click.option("-v", "--verbose", is_flag=True, help="Show skipped checks, evidence for passing checks and tracebacks.")
 @click.option("--only", "only", multiple=True, metavar="ID",
               help="Run only these checks (id like DRV001, a name, or a prefix like DRV); repeatable or comma-separated.")
@@ -53,7 +55,7 @@ def _list_checks(as_json: bool) -> None:
               help="Read machine files below this directory (for tests).")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
 @color_option
-def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, timeout, root,
+def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, python, timeout, root,
             no_frameworks, color):
     """Check this machine's NVIDIA driver, CUDA, cuDNN and framework builds; print problems and fixes.
 
@@ -63,6 +65,7 @@ def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, 
       gpudoctor check --json                # machine-readable report (schema gpudoctor.report/1)
       gpudoctor check --snapshot DIR        # replay a recorded snapshot or bundle
       gpudoctor check --only DRV --verbose  # only the driver checks, with details
+      srun --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
     """
     from gpudoctor.render.json import dumps
     from gpudoctor.render.style import Style
@@ -76,7 +79,7 @@ def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, 
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:
-        progress = Progress(enabled=None if not as_json else False)
+        progress = Progress(enabled=None if not (as_json or jsonl) else False)
         try:
             snap = live_snapshot(python, timeout, root, not no_frameworks, progress)
         finally:
@@ -84,7 +87,12 @@ def command(snapshot_path, as_json, verbose, only, list_checks, strict, python, 
     report = build_report(snap, only=only_ids)
     if only_ids and not report.findings:
         raise InputError(f"--only {','.join(only_ids)} matches no check (see --list-checks)")
-    if as_json:
+    if jsonl:
+        import json
+
+        click.echo(json.dumps(report.to_dict(), sort_keys=True, ensure_ascii=False, default=str,
+                              separators=(",", ":")))
+    elif as_json:
         click.echo(dumps(report.to_dict()), nl=False)
     else:
         style = Style.for_stream(sys.stdout, color)
