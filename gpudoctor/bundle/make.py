@@ -182,7 +182,7 @@ def _json_listing(name: str, res: CommandResult, s: Sanitizer) -> Member:
     clean = [{k: (s.secrets.text(v) if k in keep and isinstance(v, str) else
                   v if k in keep else s.value(v)) for k, v in row.items()} if isinstance(row, dict) else s.value(row)
              for row in rows]
-    return (f"{name}.json", (json.dumps(clean, indent=1) + "\n").encode("utf-8"))
+    return (f"{name}.json", (json.dumps(clean, indent=2) + "\n").encode("utf-8"))
 
 
 def _commands(snap: Snapshot, extras: Dict[str, CommandResult], s: Sanitizer, opts: Options) -> List[Dict]:

@@ -69,8 +69,9 @@ class SecretRedactor:
         self.counts: Counter = Counter()
         # --hide words (a project or domain name) become hidden1, hidden2: path-safe and consistent.
         self._hide = {w.lower(): f"hidden{i}" for i, w in enumerate(dict.fromkeys(w for w in hide if w.strip()), 1)}
-        self._hide_re = (re.compile(r"(?i)(?<![\w-])(?:" + "|".join(
-            re.escape(w) for w in sorted(self._hide, key=len, reverse=True)) + r")(?![\w-])") if self._hide else None)
+        # A word, not part of one: "projectx" hides "/data/projectx-2", not "projectxy".
+        alts = "|".join(re.escape(w) for w in sorted(self._hide, key=len, reverse=True))
+        self._hide_re = re.compile(rf"(?i)(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9])") if self._hide else None
         literals: Dict[str, str] = {}
         for name, value in dict(secret_values).items():
             for v in {value, value.strip()}:

@@ -1,0 +1,167 @@
+"""Reading a bundle is safe: malicious or damaged archives are refused with one clear line."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+
+import pytest
+
+from gpudoctor.bundle.read import Limits, load_bundle
+from gpudoctor.report import build_report
+from gpudoctor.snapshot import SnapshotError, load
+from tests.bundle_support import ROOT, file_info, folder_bundle, run_cli, tar_gz
+
+SCENARIO = ROOT / "fixtures" / "scenarios" / "core-a100-mig" / "snapshot"
+
+
+def _write(tmp_path, data: bytes, name="b.tar.gz"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _refused(path, limits=Limits()) -> str:
+    with pytest.raises(SnapshotError) as exc:
+        load_bundle(str(path), limits)
+    return str(exc.value)
+
+
+def test_a_good_bundle_replays_the_folder_it_was_made_from(tmp_path):
+    path = _write(tmp_path, folder_bundle(SCENARIO))
+    snap = load_bundle(str(path))
+    assert snap.source == str(path)
+    folder = load(str(SCENARIO))
+    assert snap.to_json() == folder.to_json()
+    assert snap.commands["nvidia_smi_xml"].stdout == folder.commands["nvidia_smi_xml"].stdout
+    got = [f.to_dict() for f in build_report(snap).findings]
+    assert got == [f.to_dict() for f in build_report(folder).findings]
+
+
+def test_a_bundle_without_top_folder_or_manifest_is_read_too(tmp_path):
+    data = tar_gz([file_info(f"snapshot/{p.relative_to(SCENARIO).as_posix()}", p.read_bytes())
+                   for p in sorted(SCENARIO.rglob("*")) if p.is_file()])
+    snap = load_bundle(str(_write(tmp_path, data)))
+    assert snap.meta["hostname"] == "a100-mig-01"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("../x", "path escapes the bundle"),
+    ("bundle/snapshot/../../../x", "path escapes the bundle"),
+    ("/tmp/gpudoctor-evil-absolute", "absolute path"),
+    ("C:/evil.txt", "absolute path"),
+    ("bundle\\..\\x", "unsafe characters in its path"),
+])
+def test_members_outside_the_bundle_are_refused(tmp_path, name, why):
+    path = _write(tmp_path, tar_gz([file_info(name, b"owned")]))
+    assert _refused(path) == f"{path}: refusing member {name!r}: {why}"
+    assert not os.path.exists("/tmp/gpudoctor-evil-absolute")
+
+
+def _special(name, kind, linkname=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info, None
+
+
+@pytest.mark.parametrize("entry, why", [
+    (_special("bundle/snapshot/snapshot.json", tarfile.SYMTYPE, "/etc/passwd"), "it is a symbolic link"),
+    (_special("bundle/link", tarfile.LNKTYPE, "bundle/manifest.json"), "it is a hard link"),
+    (_special("bundle/dev", tarfile.CHRTYPE), "it is a device"),
+    (_special("bundle/blk", tarfile.BLKTYPE), "it is a device"),
+    (_special("bundle/fifo", tarfile.FIFOTYPE), "it is a FIFO"),
+])
+def test_links_devices_and_fifos_are_refused(tmp_path, entry, why):
+    path = _write(tmp_path, tar_gz([file_info("bundle/ok.txt", b"fine"), entry]))
+    assert _refused(path) == f"{path}: refusing member {entry[0].name!r}: {why}"
+
+
+def test_a_member_over_the_default_size_limit_is_refused(tmp_path):
+    big = Limits().member_bytes + 1
+    path = _write(tmp_path, tar_gz([file_info("bundle/huge.out", bytes(big))], compresslevel=1))
+    assert _refused(path) == (f"{path}: refusing member 'bundle/huge.out': {big} bytes, over the "
+                              f"{Limits().member_bytes}-byte limit per member")
+
+
+def test_total_size_member_count_and_duplicates_are_limited(tmp_path):
+    two = _write(tmp_path, tar_gz([file_info("b/a", bytes(600)), file_info("b/c", bytes(600))]))
+    assert _refused(two, Limits(total_bytes=1000)).endswith(
+        "refusing member 'b/c': the bundle unpacks to over 1000 bytes")
+    many = _write(tmp_path, tar_gz([file_info(f"b/{i}", b"x") for i in range(5)]), "many.tar.gz")
+    assert _refused(many, Limits(members=3)).endswith("refusing member 'b/3': more than 3 members")
+    dup = _write(tmp_path, tar_gz([file_info("b/a", b"1"), file_info("b/a", b"2")]), "dup.tar.gz")
+    assert _refused(dup).endswith("refusing member 'b/a': it appears twice")
+
+
+def test_a_tar_bomb_is_stopped_by_the_compression_ratio(tmp_path):
+    path = _write(tmp_path, tar_gz([file_info("b/zeros", bytes(2 * 1024 * 1024))], compresslevel=9))
+    assert path.stat().st_size < 20_000  # 2 MiB of zeros: a ratio over 100:1
+    msg = _refused(path, Limits(ratio=50, ratio_after=64 * 1024))
+    assert msg == f"{path}: refusing member 'b/zeros': compression ratio over 50:1 (a tar bomb?)"
+    # The same archive is fine under the default limits (the ratio is judged past 8 MiB only).
+    assert "no snapshot/snapshot.json inside" in _refused(path)
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"", "empty file, not a gpudoctor bundle"),
+    (b"PK\x03\x04 a zip file", "not a gzip-compressed bundle (.tar.gz)"),
+    (b"just some text\n", "not a gzip-compressed bundle (.tar.gz)"),
+])
+def test_files_that_are_not_bundles(tmp_path, content, expected):
+    path = _write(tmp_path, content)
+    assert expected in _refused(path)
+
+
+def test_a_truncated_bundle(tmp_path):
+    whole = folder_bundle(SCENARIO)
+    path = _write(tmp_path, whole[: len(whole) // 2])
+    assert _refused(path).startswith(f"{path}: truncated or corrupt bundle (")
+
+
+def test_gzip_without_a_tar_inside(tmp_path):
+    import gzip
+
+    path = _write(tmp_path, gzip.compress(b"not a tar archive at all\n" * 100))
+    assert _refused(path).startswith(f"{path}: not a readable tar archive inside the gzip (")
+
+
+def test_an_archive_without_a_snapshot(tmp_path):
+    path = _write(tmp_path, tar_gz([file_info("b/readme.txt", b"hello")]))
+    assert _refused(path) == f"{path}: no snapshot/snapshot.json inside; not a gpudoctor bundle"
+
+
+def test_a_member_changed_after_writing_fails_its_sha256(tmp_path):
+    path = _write(tmp_path, folder_bundle(SCENARIO))
+    members = []
+    with tarfile.open(path, "r:gz") as tar:
+        for m in tar.getmembers():
+            data = tar.extractfile(m).read()
+            if m.name.endswith("commands/uname_r.out"):
+                data = b"6.6.6-tampered\n"
+            members.append(file_info(m.name, data))
+    tampered = _write(tmp_path, tar_gz(members), "tampered.tar.gz")
+    assert _refused(tampered) == (f"{tampered}: member 'snapshot/commands/uname_r.out' does not match its "
+                                  "sha256 in manifest.json (the bundle was changed or damaged)")
+
+
+def test_cli_refuses_with_one_line_exit_2_and_unpacks_nothing_outside(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    evil = _write(tmp_path, folder_bundle(SCENARIO, extra=[("../../escaped.txt", b"owned")]), "evil.tar.gz")
+    env = dict(os.environ, TMPDIR=str(scratch))
+    res = run_cli("check", "--snapshot", str(evil), env=env)
+    assert res.returncode == 2
+    assert res.stderr == f"gpudoctor: {evil}: refusing member 'bundle/../../escaped.txt': path escapes the bundle\n"
+    assert res.stdout == ""
+    assert not (tmp_path / "escaped.txt").exists() and not (scratch / "escaped.txt").exists()
+    assert os.listdir(scratch) == []  # the private unpack folder is gone
+
+
+def test_cli_replays_a_good_bundle_and_cleans_up(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    good = _write(tmp_path, folder_bundle(SCENARIO))
+    res = run_cli("check", "--snapshot", str(good), "--json", env=dict(os.environ, TMPDIR=str(scratch)))
+    assert res.returncode == 0, res.stderr
+    assert '"GPU-513536b6-7d19-9063-b049-1e69664bb298' in res.stdout
+    assert os.listdir(scratch) == []
