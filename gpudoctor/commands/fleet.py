@@ -1,0 +1,65 @@
+"""`gpudoctor fleet`: one summary of many nodes' `gpudoctor check` reports."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import click
+
+from gpudoctor.commands.common import InputError, color_option, json_option
+from gpudoctor.exitcodes import ExitCode
+
+
+@click.command("fleet")
+@click.argument("reports", nargs=-1, required=True, metavar="REPORTS...")
+@json_option
+@click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True,
+              help="Rows of problems and outliers shown as text.")
+@color_option
+def command(reports, as_json, limit, color):
+    """Summarise many nodes' reports: problems by check, driver/CUDA/torch spread, outliers.
+
+    REPORTS are files, directories (every file below) or - for standard input; each holds
+    `gpudoctor check --json` or `--jsonl` reports (pretty documents back to back and JSON
+    lines both work; other lines, such as srun's own messages, are skipped).
+    An outlier is a node whose driver, CUDA, GPU count or torch version differs from a
+    majority of the nodes with the same GPU model.
+
+    \b
+    Examples:
+      srun -N 64 --ntasks-per-node=1 -o 'reports/%N.json' gpudoctor check --json
+      gpudoctor fleet reports/
+      srun -N 64 --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
+      gpudoctor fleet --json reports/ > fleet.json
+
+    Exit code 1 when at least one node reports a failure.
+    """
+    from gpudoctor import fleet
+
+    nodes, dupes, bad = {}, Counter(), []
+    for source in reports:
+        if source == "-":
+            fleet.read_text(sys.stdin.buffer.read().decode("utf-8", "replace"), "<stdin>", nodes, dupes, bad)
+            continue
+        for path in fleet.input_files([source]):
+            try:
+                text = path.read_bytes().decode("utf-8", "replace")
+            except OSError as exc:
+                raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+            fleet.read_text(text, str(path), nodes, dupes, bad)
+    if not nodes:
+        raise InputError("no gpudoctor report found in the input "
+                         "(expected `gpudoctor check --json` or `--jsonl` output)")
+    summary = fleet.summarise(nodes, bad, dupes)
+    if as_json:
+        from gpudoctor.render.json import dumps
+
+        click.echo(dumps(summary), nl=False)
+    else:
+        from gpudoctor.render.fleet import render
+        from gpudoctor.render.style import Style
+
+        click.echo(render(summary, Style.for_stream(sys.stdout, color), limit), nl=False)
+    return ExitCode.PROBLEM if summary["status"]["fail"] else ExitCode.OK
+

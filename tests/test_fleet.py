@@ -1,0 +1,178 @@
+"""`gpudoctor fleet`: reading many reports, grouping problems, version spread, outliers, speed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gpudoctor import fleet
+from tests.conftest import run_gpudoctor
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def report(host, driver="550.90.07", cuda="12.4", gpus=8, model=H100, torch="2.4.0+cu121", findings=()):
+    """A report shaped like `gpudoctor check --json` (schema gpudoctor.report/1), machine and findings."""
+    return {"schema": "gpudoctor.report/1", "source": "live", "snapshot": {"hostname": host},
+            "machine": {"hostname": host, "driver_version": driver, "cuda_driver_max": cuda,
+                        "gpus": [{"index": i, "name": model} for i in range(gpus)],
+                        "frameworks": {"torch": {"installed": torch is not None, "version": torch}}},
+            "findings": [{"check_id": "DRV001", "status": "ok", "title": f"driver {driver} answers"}]
+                        + [{"check_id": c, "status": s, "title": t} for c, s, t in findings]}
+
+
+def summary_of(docs):
+    nodes, dupes, bad = {}, Counter(), []
+    fleet.read_text("\n".join(json.dumps(d) for d in docs), "test", nodes, dupes, bad)
+    return fleet.summarise(nodes, bad, dupes)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+def test_reads_pretty_documents_json_lines_and_skips_other_lines():
+    a, b, c = report("gpu01"), report("gpu02"), report("gpu03")
+    text = (json.dumps(a, indent=2) + "\n" + json.dumps(b, indent=2)
+            + "\nsrun: error: gpu04: task 3: Exited with exit code 1\n" + json.dumps(c) + "\n")
+    docs = list(fleet.documents(text))
+    assert [d["machine"]["hostname"] if d else None for d in docs] == ["gpu01", "gpu02", None, "gpu03"]
+
+
+def test_the_last_report_of_a_host_counts_and_duplicates_are_listed():
+    s = summary_of([report("gpu01", driver="535.161.08"), report("gpu01"), report("gpu02")])
+    assert s["nodes"] == 2 and s["duplicates"] == ["gpu01"]
+    assert s["spread"]["driver_version"] == {"550.90.07": 2}
+
+
+def test_not_a_report_is_counted_as_unreadable():
+    s = summary_of([report("gpu01"), {"schema": "something/else"}])
+    assert s["nodes"] == 1 and s["unreadable"] == [{"source": "test", "reason": "not a gpudoctor report"}]
+
+
+# --- grouping ------------------------------------------------------------------------------
+
+def test_problems_group_by_check_and_title_pattern():
+    hung = [report(f"gpu{i:03d}", findings=[("DRV001", "fail", f"nvidia-smi did not answer within {s}s")])
+            for i, s in ((1, 10), (2, 10), (3, 12), (7, 10))]
+    warn = [report("gpu005", findings=[("CVD001", "warn", "CUDA_VISIBLE_DEVICES=1,2 hides 6 of 8 GPUs")])]
+    s = summary_of(hung + warn + [report("gpu004")])
+    assert s["status"] == {"ok": 1, "warn": 1, "error": 0, "fail": 4}
+    first, second = s["problems"]
+    assert (first["check_id"], first["status"], first["count"], first["hosts"]) == (
+        "DRV001", "fail", 4, "gpu[001-003,007]")
+    assert first["pattern"] == "nvidia-smi did not answer within #s"
+    assert (first["example"], first["variants"]) == ("nvidia-smi did not answer within 10s", 2)
+    assert (second["check_id"], second["hostnames"]) == ("CVD001", ["gpu005"])
+
+
+def test_outliers_differ_from_the_majority_of_their_peers():
+    nodes = [report(f"gpu{i:02d}") for i in range(1, 8)]
+    nodes[2] = report("gpu03", driver="535.161.08", cuda="12.2")
+    nodes[4] = report("gpu05", gpus=7)
+    nodes[5] = report("gpu06", torch=None)
+    a100 = [report(f"a100-{i}", model="NVIDIA A100-SXM4-80GB", driver="535.54.03", cuda="12.2") for i in (1, 2)]
+    s = summary_of(nodes + a100)
+    got = [(o["host"], o["attribute"], o["value"], o["majority"], o["majority_count"], o["peers"])
+           for o in s["outliers"]]
+    assert got == [("gpu03", "driver", "535.161.08", "550.90.07", 6, 7),
+                   ("gpu03", "cuda", "12.2", "12.4", 6, 7),
+                   ("gpu05", "gpus", 7, 8, 6, 7),
+                   ("gpu06", "torch", None, "2.4.0+cu121", 6, 7)]
+    assert s["spread"]["gpu_model"] == {H100: 7, "NVIDIA A100-SXM4-80GB": 2}
+    assert s["spread"]["driver_version"] == {"550.90.07": 6, "535.54.03": 2, "535.161.08": 1}
+
+
+def test_no_outliers_without_a_strict_majority():
+    s = summary_of([report("a", driver="550.90.07"), report("b", driver="535.161.08")])
+    assert s["outliers"] == []
+
+
+@pytest.mark.parametrize("hosts, expected", [
+    (["gpu001", "gpu002", "gpu003", "gpu010"], "gpu[001-003,010]"),
+    (["node7"], "node7"),
+    (["login", "gpu-a-01", "gpu-a-02", "gpu-b-01"], "login,gpu-a-[01-02],gpu-b-01"),
+    (["n9", "n10", "n11"], "n9,n[10-11]"),
+])
+def test_hostlist(hosts, expected):
+    assert fleet.hostlist(hosts) == expected
+
+
+# --- the command over real reports -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def scenario_reports(tmp_path_factory):
+    names = ["core-8gpu-server", "core-a100-mig", "core-driver-not-loaded", "core-gpu-less",
+             "core-healthy-workstation"]
+    if not all((SCENARIOS / n).is_dir() for n in names):
+        pytest.skip("core scenarios are not in this checkout")
+    out = tmp_path_factory.mktemp("reports")
+    for n in names:
+        proc = run_gpudoctor("check", "--snapshot", str(SCENARIOS / n), "--jsonl")
+        (out / f"{n}.jsonl").write_text(proc.stdout)
+    return out
+
+
+def test_fleet_table_over_real_reports(scenario_reports):
+    proc = run_gpudoctor("fleet", str(scenario_reports), "--no-color")
+    assert proc.returncode == 1, proc.stderr  # the driver-not-loaded node fails
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "5 nodes: 3 ok, 1 warn, 0 error, 1 fail"
+    problem = next(ln for ln in lines if "DRV001" in ln and ("[x]" in ln or "[✗]" in ln))
+    assert "nvidia-smi cannot talk to the NVIDIA driver" in problem and problem.rstrip().endswith(
+        "1  ws-after-kernel-update")
+    assert "  driver          none (2)" in proc.stdout
+    assert "GPUs per node   1 (2)  0 (2)  8 (1)" in proc.stdout
+
+
+def test_fleet_reads_stdin_in_both_forms(scenario_reports):
+    jsonl = "".join(p.read_text() for p in sorted(scenario_reports.iterdir()))
+    pretty = "".join(json.dumps(json.loads(line), indent=2) + "\n" for line in jsonl.splitlines())
+    a = run_gpudoctor("fleet", "-", "--json", input=jsonl)
+    b = run_gpudoctor("fleet", "-", "--json", input="srun: job 42 queued\n" + pretty)
+    sa, sb = json.loads(a.stdout), json.loads(b.stdout)
+    assert sa["nodes"] == sb["nodes"] == 5
+    assert sa["problems"] == sb["problems"] and sa["spread"] == sb["spread"]
+    assert sb["unreadable"] == [{"source": "<stdin>", "reason": "not JSON"}]
+    assert sa["schema"] == "gpudoctor.fleet/1"
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    missing = run_gpudoctor("fleet", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2
+    assert missing.stderr == f"gpudoctor: {tmp_path / 'nope.json'}: cannot read (No such file or directory)\n"
+    (tmp_path / "junk.txt").write_text("hello\n")
+    junk = run_gpudoctor("fleet", str(tmp_path))
+    assert junk.returncode == 2 and junk.stderr.startswith("gpudoctor: no gpudoctor report found")
+
+
+def test_healthy_fleet_exits_0(tmp_path):
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(report(f"g{i}")) + "\n" for i in range(3)))
+    proc = run_gpudoctor("fleet", str(tmp_path / "r.jsonl"), "--no-color")
+    assert proc.returncode == 0 and proc.stdout.startswith("3 nodes: 3 ok, 0 warn, 0 error, 0 fail\n")
+
+
+def test_ten_thousand_reports_in_under_five_seconds():
+    docs = []
+    for i in range(10000):
+        if i % 500 == 7:
+            docs.append(report(f"gpu{i:05d}", driver=None, cuda=None, gpus=0, torch="2.4.0+cu121",
+                               findings=[("DRV001", "fail", "nvidia-smi did not answer within 10s")]))
+        elif i % 97 == 3:
+            docs.append(report(f"gpu{i:05d}", driver="535.161.08", cuda="12.2"))
+        else:
+            docs.append(report(f"gpu{i:05d}"))
+    text = "\n".join(json.dumps(d) for d in docs)
+    start = time.perf_counter()
+    nodes, dupes, bad = {}, Counter(), []
+    fleet.read_text(text, "bench", nodes, dupes, bad)
+    s = fleet.summarise(nodes, bad, dupes)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0
+    assert s["nodes"] == 10000 and s["status"]["fail"] == 20
+    assert s["problems"][0]["count"] == 20
+    drivers = [o for o in s["outliers"] if o["attribute"] == "driver"]
+    assert len(drivers) == sum(1 for i in range(10000) if i % 97 == 3 and i % 500 != 7)
