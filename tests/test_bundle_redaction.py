@@ -107,6 +107,29 @@ def test_anonymizing_keeps_versions_and_code():
     assert a.text(text) == text
 
 
+def test_generic_or_short_names_are_not_hunted_in_free_text():
+    a = Anonymizer(hostnames=["ubuntu", "vm"], users=["ubuntu", "ml"], key=b"k")
+    text = 'ID=ubuntu\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\non a cloud VM, in a vm; ml.train() /home/ml/x'
+    assert a.text(text) == text.replace("/home/ml/", "/home/user1/")  # a home path is certain
+    snap = load(str(ROOT / "fixtures" / "scenarios" / "core-healthy-workstation" / "snapshot"))
+    snap.meta["hostname"] = "ubuntu"
+    out = Sanitizer(SecretRedactor(), Anonymizer()).snapshot(snap)
+    assert out.meta["hostname"] == "host1"  # the recorded host name field is replaced all the same
+    assert out.file("/etc/os-release").content == snap.file("/etc/os-release").content
+
+
+def test_the_bundled_report_is_not_rewritten_after_it_is_built():
+    from gpudoctor.bundle.make import _report_members
+    from gpudoctor.report import build_report
+
+    snap = load(str(ROOT / "fixtures" / "scenarios" / "core-gpu-less" / "snapshot"))
+    expected = build_report(snap).to_dict()["findings"]
+    assert "cloud" in json.dumps(expected)  # the no-GPU fix talks about a cloud VM
+    sanitizer = Sanitizer(SecretRedactor(hide=["cloud"]), Anonymizer(hostnames=["cloud"]))
+    report = json.loads(dict(_report_members(snap, sanitizer))["report.json"])
+    assert report["findings"] == expected
+
+
 def test_the_snapshot_walk_keeps_every_field():
     snap = load(str(ROOT / "fixtures" / "scenarios" / "core-8gpu-server" / "snapshot"))
     if any(f.name == "links" for f in fields(Snapshot)):
@@ -202,6 +225,13 @@ def test_anonymized_replay_maps_the_same_gpu_everywhere(anonymized):
         assert gpu.uuid in m[name], name
     serial = re.search(r"<serial>(\d+)</serial>", m["snapshot/commands/nvidia_smi_xml.out"]).group(1)
     assert len(serial) == len(GPU_SERIAL) and f"serial {serial} via 192.0.2." in m["kernel/nvidia-messages.txt"]
+
+
+def test_anonymized_bundle_replays_into_its_report(anonymized):
+    bundled = json.loads(members(anonymized)["report.json"])
+    res = run_cli("check", "--snapshot", str(anonymized), "--json")
+    replayed = json.loads(res.stdout)
+    assert replayed["findings"] == bundled["findings"] and replayed["machine"] == bundled["machine"]
 
 
 def test_anonymized_paths_names_and_addresses(anonymized):

@@ -33,38 +33,48 @@ _SERIALS = (re.compile(r"<(?:\w*serial\w*)>\s*([^<\s]+)\s*</"),
             re.compile(r"(?i)\bSerial(?: Number)?\s*:\s*(\S+)"))
 _JOURNAL_HOST = re.compile(r"(?m)^\w{3} [ \d]\d \d\d:\d\d:\d\d (\S+) kernel:")
 _KEEP_IPS = ("0.0.0.0", "255.255.255.255")
-_GENERIC_USERS = {"root", "user", "linuxbrew", "shared", "nobody"}
-_GENERIC_HOSTS = {"localhost", "localhost.localdomain", ""}
+# Names that identify nobody and are also ordinary words in the data ("ID=ubuntu" in os-release,
+# "a cloud VM" in a fix): a host or user with such a name is not hunted for in free text.
+_GENERIC_USERS = {"root", "user", "users", "linuxbrew", "shared", "nobody", "ubuntu", "debian", "fedora", "centos",
+                  "rocky", "admin", "ec2-user", "cloud-user", "azureuser", "opc", "jovyan", "runner", "vagrant",
+                  "guest", "docker"}
+_GENERIC_HOSTS = {"", "localhost", "localhost.localdomain", "ubuntu", "debian", "fedora", "centos", "rhel", "rocky",
+                  "almalinux", "arch", "archlinux", "opensuse", "suse", "kali", "raspberrypi", "linux", "server",
+                  "host", "node", "gpu", "workstation", "desktop", "docker", "container", "default", "master",
+                  "worker", "none", "unknown"}
+MIN_WORD = 3  # shorter names ("vm", "ml") are replaced only where their meaning is certain (the hostname field)
 
 
 class Anonymizer:
     """Replaces identifying values with pseudonyms; ``learn`` first, then ``text``."""
 
-    def __init__(self, hostnames: Iterable[str] = (), users: Iterable[str] = (), words: Iterable[str] = (),
-                 key: Optional[bytes] = None):
+    def __init__(self, hostnames: Iterable[str] = (), users: Iterable[str] = (), key: Optional[bytes] = None):
         self.key = key if key is not None else os.urandom(16)
         self.counts: Counter = Counter()
         self.maps: Dict[str, Dict[str, str]] = {}
         self.issued: Set[str] = set()
         self.uuids: Dict[str, str] = {}  # original core (lower case) -> pseudonym core
         self.serials: Set[str] = set()
+        self.words: Set[tuple] = set()  # (kind, key) hunted for in free text
         for h in hostnames:
             self.add("host", h)
         for u in users:
             self.add("user", u)
-        for w in words:
-            self.add("word", w)
 
     # --- what to hide ----------------------------------------------------------------
     def add(self, kind: str, value: str) -> None:
+        """Hide ``value`` (a host or user name) wherever it appears as a word, unless it is generic."""
         value = (value or "").strip()
-        if kind == "host" and (value.lower() in _GENERIC_HOSTS or len(value) < 2):
-            return
-        if kind == "user" and (value in _GENERIC_USERS or len(value) < 2):
-            return
-        if kind == "word" and not value:
+        if len(value) < MIN_WORD or value.lower() in (_GENERIC_HOSTS if kind == "host" else _GENERIC_USERS):
             return
         self.pseudonym(kind, value)
+        self.words.add((kind, value.lower() if kind == "host" else value))
+
+    def exact(self, kind: str, value: str) -> str:
+        """The pseudonym for a field known to hold a ``kind`` (the recorded host name), generic or not."""
+        if not value or value in self.issued:
+            return value
+        return self.pseudonym(kind, value)
 
     def learn(self, text: str) -> None:
         """Collect names that only the data itself reveals: home directories, serials, journal hosts."""
@@ -80,18 +90,13 @@ class Anonymizer:
         for m in _UUID.finditer(text or ""):
             self._uuid_core(m.group(0))
 
-    @property
-    def host_label(self) -> Optional[str]:
-        hosts = self.maps.get("host") or {}
-        return next(iter(hosts.values()), None)
 
     # --- pseudonyms ------------------------------------------------------------------
     def pseudonym(self, kind: str, value: str) -> str:
         table = self.maps.setdefault(kind, {})
-        key = value.lower() if kind in ("host", "word") else value
+        key = value.lower() if kind == "host" else value
         if key not in table:
-            name = {"host": "host", "user": "user", "word": "hidden"}.get(kind, kind)
-            table[key] = f"{name}{len(table) + 1}"
+            table[key] = f"{kind}{len(table) + 1}"
             self.issued.add(table[key])
         return table[key]
 
@@ -152,14 +157,15 @@ class Anonymizer:
         return new
 
     def _words(self, s: str) -> str:
-        for kind, flags in (("word", re.I), ("host", re.I), ("user", 0)):
-            table = self.maps.get(kind) or {}
-            if not table:
+        for kind, flags in (("host", re.I), ("user", 0)):
+            keys = [k for (k_kind, k) in self.words if k_kind == kind]
+            if not keys:
                 continue
-            alts = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
+            table = self.maps[kind]
+            alts = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
             pattern = re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", flags)
             s = pattern.sub(lambda m, t=table, k=kind: self._count(
-                k, t[m.group(0).lower() if k != "user" else m.group(0)], m.group(0)), s)
+                k, t[m.group(0).lower() if k == "host" else m.group(0)], m.group(0)), s)
         for serial in sorted(self.serials, key=len, reverse=True):
             s = re.sub(rf"(?<![\w]){re.escape(serial)}(?![\w])",
                        lambda m: self._count("serial", self._serial(m.group(0)), m.group(0)), s)
@@ -168,7 +174,7 @@ class Anonymizer:
     def _home_user(self, name: str) -> str:
         if name in self.issued or name in _GENERIC_USERS:
             return name
-        return self._count("user", self.pseudonym("user", name), name)
+        return self._count("user", self.pseudonym("user", name), name)  # /home/ml: a path, so certain
 
     def _prefix(self, m: re.Match) -> str:
         kind, hexpart = m.group(1), m.group(2).lower()

@@ -77,13 +77,19 @@ def sanitizer_for(opts: Options, environ: Mapping[str, str]) -> Sanitizer:
     if not opts.anonymize:
         return Sanitizer(secrets)
     hosts, users = machine_names(opts.root, environ)
-    return Sanitizer(secrets, Anonymizer(hostnames=hosts, users=users))
+    anonymizer = Anonymizer()
+    anonymizer.exact("host", hosts[0])  # this machine is host1, even when its name is generic ("ubuntu")
+    for h in hosts:
+        anonymizer.add("host", h)
+    for u in users:
+        anonymizer.add("user", u)
+    return Sanitizer(secrets, anonymizer)
 
 
 def host_label(s: Sanitizer) -> str:
     """The host part of the default file name: the pseudonym under --anonymize."""
-    if s.anonymizer is not None and s.anonymizer.host_label:
-        return s.anonymizer.host_label
+    if s.anonymizer is not None:
+        return s.anonymizer.exact("host", socket.gethostname())
     return s.text(socket.gethostname())
 
 
@@ -140,14 +146,16 @@ def _report_members(snap: Snapshot, s: Sanitizer) -> List[Member]:
     from gpudoctor.render.text import render
     from gpudoctor.report import build_report
 
+    # Rendered from the sanitised snapshot and not rewritten afterwards: a pass over gpudoctor's own
+    # words ("a cloud VM" on a host named vm) would make the bundled report differ from its replay.
     report = build_report(snap)
     data = report.to_dict()
     notice = ("Secrets were redacted" + (" and host names, user names, addresses, GPU serials and UUIDs "
                                           "replaced by consistent pseudonyms" if s.anonymize else "") +
               " before this report was made.")
-    return [("report.json", s.text(dumps(data)).encode("utf-8")),
-            ("report.txt", s.text(render(report, Style(colour=False), verbose=True)).encode("utf-8")),
-            ("report.html", s.text(html.render(data, notice)).encode("utf-8"))]
+    return [("report.json", dumps(data).encode("utf-8")),
+            ("report.txt", render(report, Style(colour=False), verbose=True).encode("utf-8")),
+            ("report.html", html.render(data, notice).encode("utf-8"))]
 
 
 def _extra_members(extras: Dict[str, CommandResult], pkg_env: Dict[str, str], environ: Mapping[str, str],

@@ -62,6 +62,11 @@ class Sanitizer:
             if f.name in ("commands", "files", "source"):
                 continue
             setattr(out, f.name, self.value(getattr(snap, f.name), keys=f.name not in _FIXED_KEYS))
+        if self.anonymizer is not None and snap.meta.get("hostname"):
+            # The recorded host name is certain to be one, generic ("ubuntu") or short ("vm") as it may be.
+            out.meta["hostname"] = self.anonymizer.exact("host", snap.meta["hostname"])
+            if out.meta["hostname"] != snap.meta["hostname"]:
+                self.anonymizer.counts["host"] += 1
         for key, res in snap.commands.items():
             out.commands[key] = replace(res, argv=tuple(self.text(a) for a in res.argv),
                                         stdout=self.text(res.stdout), stderr=self.text(res.stderr),
