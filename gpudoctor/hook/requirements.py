@@ -180,16 +180,17 @@ def cuda(v: NodeView, r: Requirements) -> Optional[Result]:
         return None
     from packaging.version import Version
 
-    from gpudoctor import knowledge
-
     have = driver_cuda(v)
     if have is None:
         return _unknown("cuda", "the driver's CUDA version is unknown")
     if Version(have) < Version(r.cuda):
         return _bad("cuda", f"driver {v.driver_version} supports CUDA {have} < {r.cuda}")
-    need = knowledge.min_driver_for_cuda(r.cuda)
-    if need is not None and v.driver_version and Version(v.driver_version) < Version(need.min_driver):
-        return _bad("cuda", f"driver {v.driver_version} < {need.min_driver} needed for CUDA {r.cuda}")
+    if not v.cuda_driver_max and v.driver_version:  # judged from the table: check its floor too
+        from gpudoctor import knowledge
+
+        need = knowledge.min_driver_for_cuda(r.cuda)
+        if need is not None and Version(v.driver_version) < Version(need.min_driver):
+            return _bad("cuda", f"driver {v.driver_version} < {need.min_driver} needed for CUDA {r.cuda}")
     return _ok("cuda", f"driver supports CUDA {have} >= {r.cuda}")
 
 

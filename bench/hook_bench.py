@@ -1,0 +1,105 @@
+"""Time `gpudoctor hook` beside the full `gpudoctor check`, PyTorch's collect_env and a bare
+`nvidia-smi -q -x`, on this machine, in one run; print the figures and the ratios.
+
+    python bench/hook_bench.py [--runs N] [--xml FILE]
+
+Where there is no NVIDIA driver (CI, a laptop), nvidia-smi is a stub script that prints a
+real recorded `nvidia-smi -q -x` XML from fixtures/nvidia-smi/xml/; the output says so.
+Targets: the hook takes at most 0.3 s and is at least 10x faster than collect_env; the full
+check takes no longer than its slowest single framework probe plus 1 s. Exit 1 if missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_XML = ROOT / "fixtures" / "nvidia-smi" / "xml" / "rtx-4090_driver-535.86.05_cuda-12.2.xml"
+HOOK_TARGET_S = 0.3
+HOOK_SPEEDUP = 10.0
+CHECK_SLACK_S = 1.0
+
+
+def timed(argv, env, runs):
+    """Median wall time of ``runs`` runs of ``argv`` (output discarded), and every sample."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples), samples
+
+
+def framework_probe_times(python, env):
+    """Each framework probe alone, as `gpudoctor check` runs it (a child of the interpreter)."""
+    sys.path.insert(0, str(ROOT))
+    from gpudoctor.probes import frameworks
+
+    return {name: frameworks.probe(name, python, env, 120)["probe"]["duration_s"] for name in frameworks.FRAMEWORKS}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5, help="runs per command for the slow ones (the hook gets 4x)")
+    ap.add_argument("--xml", default=str(DEFAULT_XML), help="recorded nvidia-smi -q -x output for the stub")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="gpudoctor-bench-"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp / "cache"), "NO_COLOR": "1"}
+    real = shutil.which("nvidia-smi")
+    if real:
+        note = f"nvidia-smi: the real one ({real})"
+    else:
+        stub = tmp / "bin" / "nvidia-smi"
+        stub.parent.mkdir()
+        stub.write_text(f"#!/bin/sh\nexec cat '{args.xml}'\n")
+        stub.chmod(0o755)
+        env["PATH"] = f"{stub.parent}{os.pathsep}{env.get('PATH', '')}"
+        note = f"nvidia-smi: a STUB that cats {Path(args.xml).relative_to(ROOT)} (no NVIDIA driver here)"
+    py = sys.executable
+    gd = [py, "-m", "gpudoctor"]
+    hook = gd + ["hook", "--gpus", "1", "--min-driver", "525.60.13", "--max-temp", "90", "--cuda", "12.1"]
+
+    print(f"gpudoctor hook benchmark on {os.uname().nodename}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    print(note)
+    cold, _ = timed(hook, env, 1)  # empty framework-fact cache
+    rows = {
+        "nvidia-smi -q -x": timed(["nvidia-smi", "-q", "-x"], env, args.runs * 4)[0],
+        "gpudoctor hook (cold cache)": cold,
+        "gpudoctor hook": timed(hook, env, args.runs * 4)[0],
+        "gpudoctor check --json": timed(gd + ["check", "--json"], env, args.runs)[0],
+        "python -m torch.utils.collect_env": timed([py, "-m", "torch.utils.collect_env"], env, args.runs)[0],
+    }
+    probes = framework_probe_times(py, env)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"\n{'command':<36} {'median s':>9}")
+    for name, secs in rows.items():
+        print(f"{name:<36} {secs:>9.3f}")
+    print("framework probes alone: " + ", ".join(f"{n} {s:.2f}s" for n, s in probes.items()))
+
+    h, c, ce, smi = rows["gpudoctor hook"], rows["gpudoctor check --json"], rows[
+        "python -m torch.utils.collect_env"], rows["nvidia-smi -q -x"]
+    slowest = max(probes.values())
+    print(f"\nratios: collect_env / hook = {ce / h:.1f}x   check / hook = {c / h:.1f}x   "
+          f"hook / nvidia-smi = {h / smi:.1f}x   check - slowest probe = {c - slowest:+.2f}s")
+    checks = [
+        (f"hook <= {HOOK_TARGET_S}s", h <= HOOK_TARGET_S),
+        (f"hook >= {HOOK_SPEEDUP:.0f}x faster than collect_env", ce / h >= HOOK_SPEEDUP),
+        (f"check <= slowest framework probe ({slowest:.2f}s) + {CHECK_SLACK_S:.0f}s", c <= slowest + CHECK_SLACK_S),
+    ]
+    for label, ok in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {label}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
