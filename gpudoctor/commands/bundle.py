@@ -111,6 +111,10 @@ def _note(status: _Status):
     return note
 
 
+_LABELS = {"host": "host name", "user": "user name", "ip": "IP address", "mac": "MAC address",
+           "serial": "GPU serial", "uuid": "UUID"}
+
+
 def _print(result, as_json: bool, dumps) -> None:
     from gpudoctor.bundle.write import describe_size
 
@@ -127,10 +131,13 @@ def _print(result, as_json: bool, dumps) -> None:
     click.echo(f"gpudoctor: bundle written to {os.path.abspath(result.path)} "
                f"({describe_size(result.size)}, {len(result.members)} files)")
     removed = sum(v for k, v in secrets.items() if k != "hidden")
-    kinds = sorted({k.split(":")[0] for k in secrets if k != "hidden"})
+    kinds = sorted({"env values" if k.startswith("env:") else k for k in secrets if k != "hidden"})
     click.echo(f"  secrets  {removed} redacted" + (f" ({', '.join(kinds)})" if kinds else ""))
+    if secrets.get("hidden"):
+        click.echo(f"  hidden   {secrets['hidden']} occurrence(s) of --hide words")
     if result.anonymized:
-        parts = ", ".join(f"{v} {k}" for k, v in sorted(pseudonyms.items())) or "nothing found to replace"
-        click.echo(f"  anonymized  {parts}")
+        parts = ", ".join(f"{v} {_LABELS.get(k, k)}{('es' if k in ('ip', 'mac') else 's') * (v != 1)}"
+                          for k, v in sorted(pseudonyms.items()))
+        click.echo(f"  anonymized  {parts + ' replaced' if parts else 'nothing found to replace'}")
     click.echo(f"  report   {c.get('fail', 0)} failure(s), {c.get('warn', 0)} warning(s), {c.get('ok', 0)} ok")
     click.echo(f"  replay   gpudoctor check --snapshot {result.path}")
