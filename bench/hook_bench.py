@@ -28,27 +28,35 @@ HOOK_SPEEDUP = 10.0
 CHECK_SLACK_S = 1.0
 
 
-def timed(argv, env, runs):
-    """Median wall time of ``runs`` runs of ``argv`` (output discarded), and every sample."""
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), samples
+def _once(argv, env):
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    return time.perf_counter() - start
 
 
-def framework_probe_times(python, env):
-    """Each framework probe alone, as `gpudoctor check` runs it (a child of the interpreter)."""
-    sys.path.insert(0, str(ROOT))
+def _probe_once(name, python, env):
+    """One framework probe alone, as `gpudoctor check` runs it (a child of the interpreter)."""
     from gpudoctor.probes import frameworks
 
-    return {name: frameworks.probe(name, python, env, 120)["probe"]["duration_s"] for name in frameworks.FRAMEWORKS}
+    return frameworks.probe(name, python, env, 120)["probe"]["duration_s"]
+
+
+def interleaved(commands, probes, python, env, runs):
+    """Median seconds per command and per framework probe, measured round-robin so that a
+    busy machine (other jobs come and go) slows every figure alike."""
+    samples = {name: [] for name in list(commands) + [f"probe:{p}" for p in probes]}
+    for _ in range(runs):
+        for name, (argv, repeat) in commands.items():
+            samples[name].extend(_once(argv, env) for _ in range(repeat))
+        for p in probes:
+            samples[f"probe:{p}"].append(_probe_once(p, python, env))
+    return {name: statistics.median(vals) for name, vals in samples.items()}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5, help="runs per command for the slow ones (the hook gets 4x)")
+    ap.add_argument("--runs", type=int, default=5,
+                    help="rounds; each round runs every command once (hook and nvidia-smi 4 times)")
     ap.add_argument("--xml", default=str(DEFAULT_XML), help="recorded nvidia-smi -q -x output for the stub")
     args = ap.parse_args()
 
@@ -70,21 +78,25 @@ def main():
 
     print(f"gpudoctor hook benchmark on {os.uname().nodename}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(note)
-    cold, _ = timed(hook, env, 1)  # empty framework-fact cache
-    rows = {
-        "nvidia-smi -q -x": timed(["nvidia-smi", "-q", "-x"], env, args.runs * 4)[0],
-        "gpudoctor hook (cold cache)": cold,
-        "gpudoctor hook": timed(hook, env, args.runs * 4)[0],
-        "gpudoctor check --json": timed(gd + ["check", "--json"], env, args.runs)[0],
-        "python -m torch.utils.collect_env": timed([py, "-m", "torch.utils.collect_env"], env, args.runs)[0],
-    }
-    probes = framework_probe_times(py, env)
+    sys.path.insert(0, str(ROOT))
+    from gpudoctor.probes.frameworks import FRAMEWORKS
+
+    cold = _once(hook, env)  # empty framework-fact cache
+    medians = interleaved({
+        "nvidia-smi -q -x": (["nvidia-smi", "-q", "-x"], 4),
+        "gpudoctor hook": (hook, 4),
+        "gpudoctor check --json": (gd + ["check", "--json"], 1),
+        "python -m torch.utils.collect_env": ([py, "-m", "torch.utils.collect_env"], 1),
+    }, FRAMEWORKS, py, env, args.runs)
+    rows = {"nvidia-smi -q -x": medians["nvidia-smi -q -x"], "gpudoctor hook (cold cache, 1 run)": cold}
+    rows.update((k, v) for k, v in medians.items() if not k.startswith("probe:") and k not in rows)
+    probes = {p: medians[f"probe:{p}"] for p in FRAMEWORKS}
     shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"\n{'command':<36} {'median s':>9}")
     for name, secs in rows.items():
         print(f"{name:<36} {secs:>9.3f}")
-    print("framework probes alone: " + ", ".join(f"{n} {s:.2f}s" for n, s in probes.items()))
+    print("framework probes alone (median): " + ", ".join(f"{n} {s:.2f}s" for n, s in probes.items()))
 
     h, c, ce, smi = rows["gpudoctor hook"], rows["gpudoctor check --json"], rows[
         "python -m torch.utils.collect_env"], rows["nvidia-smi -q -x"]
