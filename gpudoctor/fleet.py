@@ -150,10 +150,12 @@ def _problems(nodes: List[Node]) -> List[Dict]:
 
 def _outliers(nodes: List[Node]) -> List[Dict]:
     """Nodes whose driver/CUDA/GPU count/torch differs from a strict majority of their peers
-    (the nodes with the same GPU model)."""
-    peers: Dict[Optional[str], List[Node]] = defaultdict(list)
+    (the nodes with the same GPU model). Nodes that show no GPU have no peers to compare
+    with: their driver failure is already a problem of their own."""
+    peers: Dict[str, List[Node]] = defaultdict(list)
     for node in nodes:
-        peers[node.model].append(node)
+        if node.model is not None:
+            peers[node.model].append(node)
     out = []
     for model, group in peers.items():
         for attr in ATTRIBUTES:

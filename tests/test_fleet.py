@@ -176,3 +176,17 @@ def test_ten_thousand_reports_in_under_five_seconds():
     assert s["problems"][0]["count"] == 20
     drivers = [o for o in s["outliers"] if o["attribute"] == "driver"]
     assert len(drivers) == sum(1 for i in range(10000) if i % 97 == 3 and i % 500 != 7)
+
+
+def test_outliers_as_text_are_grouped_with_host_lists(tmp_path):
+    docs = [report(f"gpu{i:02d}") for i in range(1, 7)]
+    docs[2] = report("gpu03", driver="535.161.08")
+    docs[3] = report("gpu04", driver="535.161.08")
+    docs.append(report("gpu99", driver=None, cuda=None, gpus=0, torch="2.1.0",
+                       findings=[("DRV001", "fail", "nvidia-smi did not answer within 10s")]))
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    proc = run_gpudoctor("fleet", str(tmp_path / "r.jsonl"), "--no-color")
+    tail = proc.stdout.split("Outliers")[1].splitlines()[1:]
+    # gpu99 shows no GPU: it has no peers, its failure is listed under Problems instead.
+    assert tail == ["  driver 535.161.08 on 2 node(s): gpu[03-04]  "
+                    f"(most {H100} nodes: 550.90.07, 4 of 6)"]

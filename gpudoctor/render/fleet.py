@@ -55,14 +55,20 @@ def _problems(groups: List[Dict], style: Style, limit: int) -> List[str]:
 
 
 def _outliers(rows: List[Dict], limit: int) -> List[str]:
+    """One line per (GPU model, attribute, odd value): how many nodes, which, and the majority."""
     if not rows:
         return ["  none"]
+    from gpudoctor.fleet import hostlist
+
+    groups: Dict[tuple, List[str]] = {}
+    for o in rows:
+        key = (o["model"], o["attribute"], o["value"], o["majority"], o["majority_count"], o["peers"])
+        groups.setdefault(key, []).append(o["host"])
     out = []
-    for o in rows[:limit]:
-        label = ATTRIBUTE_LABELS[o["attribute"]]
-        value = "none" if o["value"] is None else o["value"]
-        out.append(f"  {o['host']:<20} {label} {value}  (most: {o['majority']}, {o['majority_count']} of "
-                   f"{o['peers']} {o['model'] or 'no-GPU'} nodes)")
-    if len(rows) > limit:
-        out.append(f"  ... {len(rows) - limit} more (--limit, or --json for all)")
+    for (model, attr, value, majority, count, peers), hosts in list(groups.items())[:limit]:
+        shown = "none" if value is None else value
+        out.append(f"  {ATTRIBUTE_LABELS[attr]} {shown} on {len(hosts)} node(s): {_cut(hostlist(hosts), 60)}"
+                   f"  (most {model} nodes: {'none' if majority is None else majority}, {count} of {peers})")
+    if len(groups) > limit:
+        out.append(f"  ... {len(groups) - limit} more (--limit, or --json for all)")
     return out
