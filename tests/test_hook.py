@@ -182,6 +182,8 @@ def test_unprobed_frameworks_leave_the_framework_requirement_unknown(tmp_path):
     ("core-8gpu-server", ["--gpus", "8", "--cuda", "12.4"], 0, ""),  # torch 2.4.0+cu121, driver CUDA 12.4
     ("core-a100-mig", ["--cuda", "12.1"], 2, "gpudoctor: cannot tell: frameworks were not probed\n"),
     ("core-8gpu-server", ["--gpus", "8", "--min-driver", "550.54.15"], 0, ""),
+    ("core-8gpu-server", ["--cuda", "12.6", "--min-free-mem", "80GiB"], 1,
+     "gpudoctor: driver 550.90.07 supports CUDA 12.4 < 12.6; GPUs 0-7: 79.6GiB free < 80.0GiB\n"),
     ("core-a100-mig", ["--gpus", "1"], 0, ""),
     ("core-driver-not-loaded", ["--gpus", "1"], 1,
      "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)\n"),

@@ -125,8 +125,17 @@ def _no_gpu_list(check: str, v: NodeView, r: Requirements, what: str = "GPU list
 
 
 def _gpu_list(indexes) -> str:
-    idx = [str(i) for i in indexes]
-    return ("GPU " if len(idx) == 1 else "GPUs ") + ",".join(idx)
+    """"GPU 3", "GPUs 1,3", "GPUs 0-7": short enough for a drain reason on an 8-GPU node."""
+    idx = sorted(i for i in indexes if i is not None)
+    if len(idx) == 1:
+        return f"GPU {idx[0]}"
+    runs, start = [], None
+    for a, b in zip(idx, idx[1:] + [None]):
+        start = a if start is None else start
+        if b != a + 1:
+            runs.append(f"{start}-{a}" if a - start >= 2 else ",".join(str(x) for x in range(start, a + 1)))
+            start = None
+    return "GPUs " + ",".join(runs)
 
 
 def pending_retirement(v: NodeView, r: Requirements) -> Optional[Result]:
