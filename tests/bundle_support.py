@@ -85,7 +85,8 @@ JSON
     _exe(bindir / "journalctl", f"""#!/bin/sh
 echo "Mar 01 12:00:01 {HOST} kernel: NVRM: Xid (PCI:0000:07:00): 79, pid=4242, name=python, GPU has fallen off the bus."
 echo "Mar 01 12:00:02 {HOST} kernel: e1000e: eth0 NIC Link is Up"
-echo "Mar 01 12:00:03 {HOST} kernel: nvidia 0000:07:00.0: {GPU_UUID} serial {GPU_SERIAL} via {IPS[1]} mac {MACS[1]} user {USER} session {IN_OUTPUT['jwt']}"
+echo "Mar 01 12:00:03 {HOST} kernel: nvidia 0000:07:00.0: {GPU_UUID} serial {GPU_SERIAL}" \
+     "via {IPS[1]} mac {MACS[1]} user {USER} session {IN_OUTPUT['jwt']}"
 """)
     return bindir
 

@@ -41,7 +41,8 @@ def made(tmp_path_factory):
 def test_default_name_json_summary_and_quiet_stderr(made):
     info = made["info"]
     host = re.sub(r"[^A-Za-z0-9._-]", "_", os.uname().nodename)
-    assert re.fullmatch(rf"gpudoctor-bundle-{re.escape(host)}-\d{{8}}T\d{{6}}Z\.tar\.gz", os.path.basename(info["bundle"]))
+    name = os.path.basename(info["bundle"])
+    assert re.fullmatch(rf"gpudoctor-bundle-{re.escape(host)}-\d{{8}}T\d{{6}}Z\.tar\.gz", name)
     assert info["size_bytes"] == os.path.getsize(info["bundle"])
     assert oct(os.stat(info["bundle"]).st_mode & 0o777) == "0o600"
     assert info["replay"] == f"gpudoctor check --snapshot {info['bundle']}"

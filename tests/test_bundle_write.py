@@ -70,6 +70,16 @@ def _dead(pid: int) -> bool:
         return True
 
 
+def _all_dead(pids, within: float = 5.0) -> bool:
+    """SIGKILL takes effect when the process is next scheduled: allow a moment on a busy machine."""
+    deadline = time.monotonic() + within
+    while not all(_dead(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_a_hung_nvidia_smi_costs_only_the_timeout(machine):
     bindir, env = _hanging(machine)
     out = machine["tmp"] / "out"
@@ -90,7 +100,7 @@ def test_a_hung_nvidia_smi_costs_only_the_timeout(machine):
     drv = [f for f in report["findings"] if f["check_id"] == "DRV001"][0]
     assert drv["status"] == "fail" and "did not answer within" in drv["title"]
     pids = [int(p) for p in (bindir / "smi.pids").read_text().split()]
-    assert pids and all(_dead(p) for p in pids)  # every nvidia-smi call was killed
+    assert pids and _all_dead(pids)  # every nvidia-smi call was killed
     assert os.listdir(machine["scratch"]) == []
 
 
@@ -120,7 +130,7 @@ def test_a_signal_mid_run_leaves_no_partial_bundle(machine, sig, code):
     assert f"gpudoctor: interrupted by {sig.name}; no bundle written" in stderr
     assert os.listdir(out) == []  # neither b.tar.gz nor the .part file
     pids = [int(p) for p in (bindir / "smi.pids").read_text().split()]
-    assert pids and all(_dead(p) for p in pids)  # the hung nvidia-smi did not outlive us
+    assert pids and _all_dead(pids)  # the hung nvidia-smi did not outlive us
 
 
 def test_an_unwritable_destination_fails_before_collecting(machine):

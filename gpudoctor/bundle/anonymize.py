@@ -196,7 +196,8 @@ class Anonymizer:
         before = m.string[max(0, m.start() - 12):m.start()]
         if value in _KEEP_IPS or value.startswith(("127.", "255.")) or _VERSION_BEFORE.search(before):
             return value
-        return self._count("ip", self._numbered("ip", value, lambda n: f"192.0.{2 + (n - 1) // 250}.{(n - 1) % 250 + 1}"), value)
+        fake = self._numbered("ip", value, lambda n: f"192.0.{2 + (n - 1) // 250}.{(n - 1) % 250 + 1}")  # RFC 5737
+        return self._count("ip", fake, value)
 
     def _ipv6(self, m: re.Match) -> str:
         value = m.group(0)

@@ -76,7 +76,8 @@ def _badges(summary: Dict[str, int]) -> str:
         if not n and s in ("error", "skip"):
             continue
         label = LABELS[s] + ("s" if n != 1 and s in ("fail", "warn", "error") else "")
-        parts.append(f'<span style="background:{COLOURS[s] if n else "#8c959f"}">{GLYPHS[Status(s)]} {n} {label}</span>')
+        colour = COLOURS[s] if n else "#8c959f"  # a zero count is grey, not an alarming red
+        parts.append(f'<span style="background:{colour}">{GLYPHS[Status(s)]} {n} {label}</span>')
     return f'<div class="badges">{"".join(parts)}</div>'
 
 

@@ -15,20 +15,18 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import gpudoctor
-from gpudoctor.bundle import collect, html
+from gpudoctor.bundle import collect, html, manifest
 from gpudoctor.bundle.anonymize import Anonymizer
-from gpudoctor.bundle.redact import SecretRedactor, redact_url, secret_env
+from gpudoctor.bundle.members import extra_members
+from gpudoctor.bundle.redact import SecretRedactor, secret_env
 from gpudoctor.bundle.sanitize import Sanitizer, snapshot_texts
-from gpudoctor.bundle.write import AtomicFile, Cleanup, Member, sha256, write_archive
+from gpudoctor.bundle.write import AtomicFile, Cleanup, Member, write_archive
 from gpudoctor.runner import CommandResult
 from gpudoctor.snapshot import Snapshot, load
 
-SCHEMA = "gpudoctor.bundle/1"
 Note = Callable[[str, str], None]
 
 
@@ -121,10 +119,10 @@ def build(opts: Options, out: AtomicFile, cleanup: Cleanup, note: Note = lambda 
     replay.source = None
     members = _snapshot_members(stage)
     members += _report_members(replay, s)
-    members += _extra_members(extras, pkg_env, environ, s)
-    commands = _commands(replay, extras, s, opts)
-    manifest = _manifest(opts, s, members, commands)
-    members.append(("manifest.json", s.text(manifest).encode("utf-8")))
+    members += extra_members(extras, pkg_env, environ, s)
+    commands = manifest.commands(replay, extras, s, opts.python)
+    text = manifest.manifest(s, members, commands, opts.command_line, opts.python)
+    members.append(("manifest.json", s.text(text).encode("utf-8")))
     note("sanitising", "done")
     top = os.path.basename(out.target)
     top = top[:-len(".tar.gz")] if top.endswith(".tar.gz") else top.rsplit(".", 1)[0] or "gpudoctor-bundle"
@@ -156,83 +154,3 @@ def _report_members(snap: Snapshot, s: Sanitizer) -> List[Member]:
     return [("report.json", dumps(data).encode("utf-8")),
             ("report.txt", render(report, Style(colour=False), verbose=True).encode("utf-8")),
             ("report.html", html.render(data, notice).encode("utf-8"))]
-
-
-def _extra_members(extras: Dict[str, CommandResult], pkg_env: Dict[str, str], environ: Mapping[str, str],
-                   s: Sanitizer) -> List[Member]:
-    out: List[Member] = []
-    for key, name in (("pip_list", "python/pip-list"), ("conda_list", "python/conda-list")):
-        if key in extras:
-            out.append(_json_listing(name, extras[key], s))
-    if "pip_config" in extras:
-        res = extras["pip_config"]
-        text = res.stdout if res.ok else f"# {res.describe()}\n{res.stdout}{res.stderr}"
-        out.append(("python/pip-config.txt", s.text(text).encode("utf-8")))
-    out.append(("kernel/nvidia-messages.txt", s.text(collect.kernel_report(extras)).encode("utf-8")))
-    env = {"package_settings": {k: s.text(redact_url(v)) for k, v in sorted(pkg_env.items())},
-           "secret_variables": sorted(secret_env(environ)),
-           "note": "secret_variables lists names only; their values are never recorded and are redacted "
-                   "wherever they appear"}
-    out.append(("environment.json", (json.dumps(env, indent=2, sort_keys=True) + "\n").encode("utf-8")))
-    return out
-
-
-def _json_listing(name: str, res: CommandResult, s: Sanitizer) -> Member:
-    """pip/conda JSON with names and versions kept verbatim (9.1.0.70 is a version, not an IP address)."""
-    try:
-        rows = json.loads(res.stdout) if res.ok else None
-    except ValueError:
-        rows = None
-    if not isinstance(rows, list):
-        text = f"# {res.describe()}\n# stdout:\n{res.stdout}\n# stderr:\n{res.stderr}"
-        return (f"{name}.txt", s.text(text).encode("utf-8"))
-    keep = ("name", "version", "build_string", "build_number")
-    clean = [{k: (s.secrets.text(v) if k in keep and isinstance(v, str) else
-                  v if k in keep else s.value(v)) for k, v in row.items()} if isinstance(row, dict) else s.value(row)
-             for row in rows]
-    return (f"{name}.json", (json.dumps(clean, indent=2) + "\n").encode("utf-8"))
-
-
-def _commands(snap: Snapshot, extras: Dict[str, CommandResult], s: Sanitizer, opts: Options) -> List[Dict]:
-    """Every command the bundle ran: argv, exit code, duration, how it ended."""
-    rows = []
-    for key, res in sorted(snap.commands.items()):
-        rows.append({"key": key, "part": "snapshot", **_cmd(res)})
-    probe = (snap.nvml or {}).get("probe") or {}
-    if probe:
-        rows.append({"key": "nvml", "part": "snapshot", "argv": [s.text(sys.executable), "-m",
-                     "gpudoctor.probes.nvml_child"], **_probe_fields(probe)})
-    for name, fw in sorted((snap.frameworks or {}).items()):
-        p = fw.get("probe") or {}
-        rows.append({"key": f"framework:{name}", "part": "snapshot",
-                     "argv": [p.get("python") or s.text(opts.python), "-c", "<gpudoctor/probes/framework_probe.py>",
-                              name], **_probe_fields(p)})
-    for key, res in extras.items():
-        rows.append({"key": key, "part": "bundle", **s.value(_cmd(res))})
-    return rows
-
-
-def _cmd(res: CommandResult) -> Dict:
-    return {"argv": list(res.argv), "returncode": res.returncode, "duration_s": res.duration_s,
-            "timed_out": res.timed_out, "error": res.error}
-
-
-def _probe_fields(p: Mapping) -> Dict:
-    return {"returncode": p.get("returncode"), "duration_s": p.get("duration_s"),
-            "timed_out": bool(p.get("timed_out")), "error": p.get("error")}
-
-
-def _manifest(opts: Options, s: Sanitizer, members: List[Member], commands: List[Dict]) -> str:
-    data = {
-        "schema": SCHEMA,
-        "gpudoctor_version": gpudoctor.__version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command_line": [s.text(a) for a in opts.command_line],
-        "python": s.text(opts.python),
-        "anonymized": s.anonymize,
-        "redactions": s.counts(),
-        "commands": commands,
-        "members": [{"name": n, "size": len(d), "sha256": sha256(d)} for n, d in members],
-        "replay": "gpudoctor check --snapshot <this file>",
-    }
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Pattern, Tuple
+from typing import Dict, Iterable, List, Mapping, Pattern, Tuple
 
 _DATA = Path(__file__).with_name("data") / "secret_formats.json"
 MARK = "<redacted"

@@ -115,21 +115,32 @@ class Cleanup:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def kill_children() -> None:
-    """Kill the commands still running for us (each leads its own process group, see runner.run)."""
+def kill_children(rounds: int = 3) -> None:
+    """Kill the commands still running for us (each leads its own process group, see runner.run).
+
+    A few rounds: a worker thread may be starting one more command while we kill the others.
+    """
     try:
         import psutil
-        children = psutil.Process().children(recursive=True)
+        me = psutil.Process()
     except Exception:  # psutil missing or /proc unreadable: the runner's timeouts still bound them
         return
-    for child in children:
+    for i in range(rounds):
         try:
-            if os.getpgid(child.pid) == child.pid:
-                os.killpg(child.pid, signal.SIGKILL)
-            else:
-                child.kill()
-        except (OSError, Exception):
-            pass
+            children = me.children(recursive=True)
+        except Exception:
+            return
+        if not children:
+            return
+        for child in children:
+            try:
+                if os.getpgid(child.pid) == child.pid:
+                    os.killpg(child.pid, signal.SIGKILL)
+                else:
+                    child.kill()
+            except Exception:  # already gone
+                pass
+        time.sleep(0.02)
 
 
 @contextmanager
