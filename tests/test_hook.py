@@ -203,9 +203,11 @@ def test_core_scenarios(capsys, name, args, code, reason):
 def test_npd_prints_at_most_80_bytes_on_stdout(tmp_path, capsys):
     snap = hs.recording(tmp_path / "s", hs.SIX_GPUS)
     code, out, err = hook(capsys, "--snapshot", str(snap), "--npd", "--gpus", "8", "--min-driver", "550",
-                          "--max-temp", "40")
+                          "--max-temp", "40", "--persistence")
     assert code == 1
-    assert out == "gpudoctor: 6 of 8 GPUs visible; driver 384.66 < 550 (+1 more)\n"
+    assert out == "gpudoctor: 6 of 8 GPUs visible; driver 384.66 < 550 (+2 more)\n"
+    assert err == ("gpudoctor: 6 of 8 GPUs visible; driver 384.66 < 550; GPUs 0-5 at 61C > 40C; "
+                   "GPUs 0-5: persistence mode off\n")
     assert len(out.rstrip("\n").encode()) <= 80
     ok_code, ok_out, ok_err = hook(capsys, "--snapshot", str(hs.recording(tmp_path / "h", hs.HEALTHY)), "--npd")
     assert (ok_code, ok_out, ok_err) == (0, "gpudoctor: ok\n", "")
