@@ -13,6 +13,11 @@ MODULES = (
     "gpudoctor_checks.driver",
     "gpudoctor_checks.inventory",
     "gpudoctor_checks.probes",
+    "gpudoctor_checks.torch_build",
+    "gpudoctor_checks.tensorflow_build",
+    "gpudoctor_checks.visible_devices",
+    "gpudoctor_checks.device_lists",
+    "gpudoctor_checks.tf_memory",
 )
 
 

@@ -38,4 +38,7 @@ def machine_context(f) -> Dict[str, Any]:
     if tf:
         ctx["tf_version"] = tf.get("version")
     ctx["python"] = f.snapshot.meta.get("python") or "python"
+    from gpudoctor.framework_fixes import framework_context  # torch/TF fit, CUDA_VISIBLE_DEVICES
+
+    ctx.update(framework_context(f))
     return ctx

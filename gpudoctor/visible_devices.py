@@ -70,7 +70,16 @@ class Mapping:
     problems: Tuple[Problem, ...]  # the spec's problems, then those found against the GPUs
     order: str                     # the CUDA_DEVICE_ORDER in effect
     order_known: bool              # False: CUDA may number these GPUs unlike nvidia-smi
-    physical_count: int = 0
+    gpus: Tuple[Any, ...] = ()     # the physical GPUs, in nvidia-smi order
+
+    @property
+    def physical_count(self) -> int:
+        return len(self.gpus)
+
+    def gpu_for(self, entry: str) -> Any:
+        """The physical GPU one entry names on its own (None if it names none): "2", "GPU-ef1d"."""
+        alone = resolve(parse(entry.strip()), self.gpus)
+        return alone.visible[0].gpu if alone.visible else None
 
     @property
     def hides_all(self) -> bool:
@@ -125,6 +134,8 @@ def _ended(raw: str, part: str, value: Optional[int], ignored: Sequence[str], so
         return Problem("empty", "the variable is set but empty, which hides every GPU", hides_all=True)
     if value is not None:
         why, code = f"{token!r} is negative", "negative"
+    elif not token:
+        why, code = "an empty entry (two commas in a row, or a trailing comma)", "invalid"
     else:
         why, code = f"{token!r} is neither a GPU index nor a GPU-/MIG- UUID", "invalid"
     rest = [x for x in ignored[1:] if x]
@@ -190,7 +201,7 @@ def resolve(spec: Spec, gpus: Sequence[Any], order_raw: Optional[str] = None) ->
     if spec.mode == "mig":
         chosen = chosen[:1]
     visible = tuple(Visible(i, entry, gpu, mig) for i, (entry, gpu, mig) in enumerate(chosen))
-    return Mapping(spec, visible, tuple(problems), order, order_known, len(gpus))
+    return Mapping(spec, visible, tuple(problems), order, order_known, tuple(gpus))
 
 
 def _by_index(spec: Spec, gpus: Sequence[Any], problems: List[Problem]) -> List[tuple]:

@@ -27,6 +27,8 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.nvidia",
     "gpudoctor.facts.frameworks",
     "gpudoctor.facts.cuda",
+    "gpudoctor.facts.devices",
+    "gpudoctor.facts.framework_builds",
 )
 
 

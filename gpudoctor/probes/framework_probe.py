@@ -25,7 +25,26 @@ def _dist_version(name):
         return None
 
 
+def _nvidia_wheels():
+    """pip's NVIDIA library wheels (nvidia-cudnn-cu12, nvidia-cuda-runtime-cu12, ...): name -> version."""
+    try:
+        from importlib import metadata
+        dists = list(metadata.distributions())
+    except Exception:
+        return {}
+    found = {}
+    for d in dists:
+        try:
+            name = (d.metadata["Name"] or "").lower().replace("_", "-")
+        except Exception:
+            continue
+        if name.startswith("nvidia-"):
+            found[name] = d.version
+    return found
+
+
 def probe_torch(out):
+    out["nvidia_wheels"] = _nvidia_wheels()
     import torch
     out["version"] = getattr(torch, "__version__", None)
     out["file"] = getattr(torch, "__file__", None)
@@ -75,6 +94,10 @@ def probe_torch(out):
 
 
 def probe_tensorflow(out):
+    import os
+    # Since 2.16 TensorFlow logs the libraries it failed to dlopen only at VLOG(1) of dso_loader.
+    os.environ.setdefault("TF_CPP_VMODULE", "dso_loader=1")
+    out["nvidia_wheels"] = _nvidia_wheels()
     import tensorflow as tf
     out["version"] = getattr(tf, "__version__", None)
     out["file"] = getattr(tf, "__file__", None)

@@ -1,0 +1,57 @@
+"""Facts about which GPUs a CUDA program sees: CUDA_VISIBLE_DEVICES, device order, other processes."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from gpudoctor import visible_devices
+from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts.nvidia import smi_key
+
+
+@fact("visible_devices_spec")
+def visible_devices_spec(f: Facts) -> visible_devices.Spec:
+    """CUDA_VISIBLE_DEVICES as CUDA reads it (always present; mode "all" when unset)."""
+    return visible_devices.parse(f.env.get("CUDA_VISIBLE_DEVICES"))
+
+
+@fact("visible_devices")
+def visible_devices_map(f: Facts) -> visible_devices.Mapping:
+    """CUDA index -> physical GPU under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER."""
+    gpus = f["gpus"]
+    return visible_devices.resolve(f["visible_devices_spec"], gpus, f.env.get("CUDA_DEVICE_ORDER"))
+
+
+@fact("nvidia_gpu_present")
+def nvidia_gpu_present(f: Facts) -> Dict:
+    """Whether this machine has an NVIDIA GPU at all, and the evidence (driver, PCI bus, /dev)."""
+    gpus = f.get("gpus")
+    if gpus:
+        names = ", ".join(g.label() for g in gpus[:4]) + (" ..." if len(gpus) > 4 else "")
+        source = f"command:{smi_key(f)}" if f.has("smi") else "nvml:devices"
+        return {"present": True, "count": len(gpus), "source": source, "evidence": names}
+    pci = f.get("pci_gpus")
+    if pci:
+        return {"present": True, "count": len(pci), "source": "command:lspci",
+                "evidence": "; ".join(f"{d.slot} {d.description}" for d in pci[:4])}
+    nodes = [n for n in (f.snapshot.listing("/dev") or []) if re.fullmatch(r"nvidia\d+", n)]
+    if nodes:
+        return {"present": True, "count": len(nodes), "source": "listing:/dev",
+                "evidence": " ".join(f"/dev/{n}" for n in nodes)}
+    looked = [what for what, known in (("nvidia-smi", f.has("smi_result")),
+                                       ("lspci", f.snapshot.command("lspci") is not None),
+                                       ("/dev", f.snapshot.listing("/dev") is not None)) if known]
+    if not looked:
+        raise Missing("neither nvidia-smi, lspci nor /dev was recorded: cannot tell whether there is a GPU")
+    return {"present": False, "count": 0, "source": "listing:/dev" if "/dev" in looked else "command:lspci",
+            "evidence": f"no NVIDIA GPU found by {', '.join(looked)}"}
+
+
+@fact("gpu_processes")
+def gpu_processes(f: Facts) -> List:
+    """Processes nvidia-smi lists on each GPU (SmiProcess: gpu_index, pid, type, name, used_memory_mib)."""
+    report = f["smi"]
+    if report.format in ("list", "csv"):
+        raise Missing(f"the recorded nvidia-smi output ({report.format}) has no process list")
+    return list(report.processes)

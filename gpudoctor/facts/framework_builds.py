@@ -1,0 +1,136 @@
+"""Parsed views of the torch and TensorFlow probes: the build, what it logged, the libraries around it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from gpudoctor.facts import Facts, Missing, fact
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str                  # "2.3.1+cu121"
+    base: str                     # "2.3.1"
+    variant: Optional[str]        # local tag: "cu121", "cpu", "rocm6.0"; None for a plain PyPI wheel
+    cuda: Optional[str]           # torch.version.cuda: "12.1"; None for CPU and ROCm builds
+    hip: Optional[str]
+    arch_list: Tuple[str, ...]    # torch.cuda.get_arch_list()
+    available: bool
+    device_count: Optional[int]
+    init_error: Optional[Dict]    # {"type", "message"} from torch.cuda.init() when not available
+    devices: Tuple[Dict, ...]
+    warnings: Tuple[str, ...]
+
+    @property
+    def cpu_only(self) -> bool:
+        return self.cuda is None and self.hip is None
+
+
+def _imported(f: Facts, name: str) -> Dict:
+    data = f[name]
+    if data.get("import_error"):
+        err = data["import_error"]
+        raise Missing(f"`import {name}` fails ({err.get('type')}: {err.get('message')}); see PRB001")
+    return data
+
+
+@fact("torch_build")
+def torch_build(f: Facts) -> TorchBuild:
+    """The installed torch build: CUDA version, compiled architectures, what torch.cuda said."""
+    t = _imported(f, "torch")
+    version = str(t.get("version") or "")
+    base, _, local = version.partition("+")
+    return TorchBuild(version, base, local or None, t.get("cuda"), t.get("hip"), tuple(t.get("arch_list") or ()),
+                      bool(t.get("available")), t.get("device_count"), t.get("init_error"),
+                      tuple(t.get("devices") or ()), tuple(t.get("warnings") or ()))
+
+
+@dataclass(frozen=True)
+class TfInfo:
+    version: str
+    cuda_build: bool
+    cuda: Optional[str]           # build_info cuda_version: "12.5.1"
+    cudnn: Optional[str]          # build_info cudnn_version: "9"
+    archs: Tuple[str, ...]        # build_info cuda_compute_capabilities
+    gpus: Tuple[str, ...]         # tf.config.list_physical_devices("GPU") names
+    gpu_details: Tuple[Dict, ...]
+    distributions: Dict[str, str]  # {"tensorflow": "2.18.0", "tensorflow-cpu": ...}
+
+
+@fact("tf_info")
+def tf_info(f: Facts) -> TfInfo:
+    """The installed TensorFlow build (build_info) and the GPUs it registered."""
+    t = _imported(f, "tensorflow")
+    info = t.get("build_info") or {}
+    cuda_build = bool(info.get("is_cuda_build", t.get("cuda_built")))
+    return TfInfo(str(t.get("version") or ""), cuda_build, _str(info.get("cuda_version")),
+                  _str(info.get("cudnn_version")), tuple(info.get("cuda_compute_capabilities") or ()),
+                  tuple(t.get("gpus") or ()), tuple(t.get("gpu_details") or ()), dict(t.get("distributions") or {}))
+
+
+def _str(v) -> Optional[str]:
+    return None if v in (None, "") else str(v)
+
+
+@dataclass(frozen=True)
+class TfLog:
+    failed: Tuple[Tuple[str, str], ...]   # (library, dlerror) from "Could not load dynamic library"
+    opened: Tuple[str, ...]               # "Successfully opened dynamic library ..."
+    skipped_gpus: Optional[str]           # the "Cannot dlopen some GPU libraries" line
+    cuinit: Optional[str]                 # "failed call to cuInit: ..."
+    growth_unparsed: Optional[str]        # TF_FORCE_GPU_ALLOW_GROWTH "could not be parsed"
+    ignored_gpus: Tuple[str, ...] = ()    # "Ignoring visible gpu device ... minimum required Cuda capability"
+
+
+_FAILED = re.compile(r"Could not (?:load dynamic library|dlopen library) '([^']+)'; dlerror: ([^;\n]*)")
+_OPENED = re.compile(r"Successfully opened dynamic library (\S+)")
+
+
+@fact("tf_log")
+def tf_log(f: Facts) -> TfLog:
+    """What TensorFlow logged on stderr while importing and listing GPUs (libraries it could not load...)."""
+    data = f["tensorflow_probe"]
+    text = (data.get("probe") or {}).get("stderr") or ""
+    failed: Dict[str, str] = {}
+    for lib, why in _FAILED.findall(text):
+        failed.setdefault(lib, why.strip())
+    return TfLog(tuple(failed.items()), tuple(dict.fromkeys(_OPENED.findall(text))),
+                 _line(text, "Cannot dlopen some GPU libraries"), _line(text, "failed call to cuInit"),
+                 _line(text, "TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed"),
+                 tuple(line.strip() for line in text.splitlines() if "Ignoring visible gpu device" in line))
+
+
+def _line(text: str, needle: str) -> Optional[str]:
+    for line in text.splitlines():
+        if needle in line:
+            return line.strip()
+    return None
+
+
+@fact("cuda_libraries")
+def cuda_libraries(f: Facts) -> Dict:
+    """CUDA runtime and cuDNN libraries the loader can find (ldconfig -p) and pip's nvidia-* wheels."""
+    res = f.snapshot.command("ldconfig_p")
+    linker: Dict[str, List[str]] = {}
+    if res is not None and res.ok:
+        for m in re.finditer(r"^\s*(lib(?:cudart|cudnn|cublas|cuda)\.so[.\d]*)\s+\([^)]*\)\s+=>\s+(\S+)",
+                             res.stdout, re.M):
+            linker.setdefault(m.group(1), []).append(m.group(2))
+    wheels: Dict[str, str] = {}
+    for name in ("tensorflow", "torch"):
+        wheels.update((f.snapshot.frameworks.get(name) or {}).get("nvidia_wheels") or {})
+    if (res is None or not res.ok) and not wheels:
+        raise Missing("neither `ldconfig -p` nor the installed nvidia-* wheels were recorded")
+    return {"linker": linker, "linker_recorded": res is not None and res.ok, "wheels": wheels,
+            "ld_library_path": f.env.get("LD_LIBRARY_PATH")}
+
+
+@fact("target_os")
+def target_os(f: Facts) -> str:
+    """The OS the jobs run on: linux, wsl, windows or darwin."""
+    system = str((f.snapshot.meta.get("platform") or {}).get("system") or "Linux").lower()
+    if system == "linux" and (f.get("wsl") or {}).get("inside"):
+        return "wsl"
+    return system
