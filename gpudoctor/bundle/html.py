@@ -179,7 +179,8 @@ def _frameworks(fws: Dict[str, Dict]) -> List[str]:
         cuda = fw.get("cuda") or ("CPU-only build" if name in ("torch", "tensorflow") else None)
         state = fw.get("import_error") and f"import fails: {fw['import_error']}"
         if not state and name == "torch":
-            state = f"GPU available: {fw.get('available')}, {fw.get('device_count')} device(s)"
+            state = (f"GPU available, {fw.get('device_count')} device(s)" if fw.get("available")
+                     else "no GPU usable")
         elif not state and name == "tensorflow":
             state = f"sees {fw.get('gpus', 0)} GPU(s)"
         elif not state:
