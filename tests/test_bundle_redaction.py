@@ -96,6 +96,7 @@ def test_pseudonyms_are_consistent_and_keep_their_shape():
     assert env == f"CUDA_VISIBLE_DEVICES={fake[:12]}"  # the shortened UUID still names the same GPU
     assert log == f"host1 user1 /home/user1/x MIG-{fake}/1/0 192.0.2.1 02:00:00:00:00:01"
     assert a.text(xml) == xml and a.text(log) == log  # pseudonyms are never replaced again
+    assert a.text("inet6 fe80::1ff:fe23:4567:890a/64 and 2a02:8108:1:2::10") == "inet6 2001:db8::1/64 and 2001:db8::2"
     other = Anonymizer(key=b"another bundle")
     assert other.text(GPU_UUID) != fake[4:] and other.text(GPU_UUID[4:]) != a.text(GPU_UUID[4:])
 
