@@ -58,6 +58,9 @@ class Snapshot:
     frameworks: Dict[str, Dict] = field(default_factory=dict)
     # Directory listings (names only), e.g. {"/dev": ["nvidia0", "nvidiactl"]}: presence facts.
     listings: Dict[str, List[str]] = field(default_factory=dict)
+    # Paths the probe resolved: {"/usr/local/cuda": {"target": "/etc/alternatives/cuda" | None,
+    # "real": "/usr/local/cuda-12.4"}}; "target" is None when the path is not a symlink.
+    links: Dict[str, Dict] = field(default_factory=dict)
     source: Optional[str] = None  # where it was loaded from; None when live
 
     # --- reading -----------------------------------------------------------------
@@ -86,6 +89,10 @@ class Snapshot:
         """Names recorded in ``directory``, or None if it was not listed."""
         return self.listings.get(_norm(directory))
 
+    def link(self, path: str) -> Optional[Dict]:
+        """How the probe resolved ``path`` ({"target", "real"}), or None if it was not recorded."""
+        return self.links.get(_norm(path))
+
     @property
     def platform(self) -> str:
         return self.meta.get("platform", {}).get("system", "Linux")
@@ -99,7 +106,7 @@ class Snapshot:
             cmd_index[key] = d
         file_errors = {p: r.error for p, r in sorted(self.files.items()) if not r.exists}
         return {"schema": SCHEMA, "meta": self.meta, "env": self.env, "nvml": self.nvml,
-                "frameworks": self.frameworks, "listings": self.listings,
+                "frameworks": self.frameworks, "listings": self.listings, "links": self.links,
                 "commands": cmd_index, "file_errors": file_errors}
 
     def save(self, directory: str) -> Path:
@@ -148,6 +155,7 @@ def load(directory: str) -> Snapshot:
         raise SnapshotError(f"{meta_file}: not a gpudoctor snapshot (missing schema)")
     snap = Snapshot(meta=data.get("meta") or {}, env=data.get("env") or {}, nvml=data.get("nvml") or {},
                     frameworks=data.get("frameworks") or {}, listings=data.get("listings") or {},
+                    links=data.get("links") or {},
                     source=str(root))
     for key, entry in (data.get("commands") or {}).items():
         out = _read_text(root / "commands" / f"{key}.out")

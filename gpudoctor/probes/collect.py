@@ -91,6 +91,7 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
         # Files are quick and local: read them while the children run.
         snap.files = files.collect_files(opts.root, environ)
         snap.listings = files.collect_listings(opts.root)
+        snap.links = files.collect_links(opts.root, environ, snap.listings)
         wait(tasks, timeout=max(0.1, deadline - time.monotonic() + 1.0))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -24,6 +24,9 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "uname_r": ("uname", "-r"),
     "mokutil_sb_state": ("mokutil", "--sb-state"),
     "ldconfig_p": ("ldconfig", "-p"),
+    # The nvidia module on disk for the running kernel: its version (vs the loaded one), its
+    # signer (Secure Boot), or "Module nvidia not found" when DKMS did not build it.
+    "modinfo_nvidia": ("modinfo", "nvidia"),
 }
 
 # Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
