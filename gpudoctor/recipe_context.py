@@ -22,6 +22,8 @@ def machine_context(f) -> Dict[str, Any]:
     ctx["driver_version"] = driver["version"] if driver else None
     module = f.get("kernel_module")
     ctx["kernel_module_version"] = module["version"] if module else None
+    userspace = f.get("userspace_driver")
+    ctx["userspace_driver_version"] = userspace["version"] if userspace else ctx["driver_version"]
     ctx["driver_branch"] = (ctx["driver_version"] or ctx["kernel_module_version"] or "").split(".")[0] or None
     ctx["cuda_driver_max"] = f.get("cuda_driver_max")
     gpus = f.get("gpus") or []

@@ -27,6 +27,12 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.nvidia",
     "gpudoctor.facts.frameworks",
     "gpudoctor.facts.cuda",
+    "gpudoctor.facts.cuda_paths",
+    "gpudoctor.facts.cudnn",
+    "gpudoctor.facts.driver",
+    "gpudoctor.facts.libraries",
+    "gpudoctor.facts.modprobe",
+    "gpudoctor.facts.isolation",
     "gpudoctor.facts.devices",
     "gpudoctor.facts.framework_builds",
 )
