@@ -11,7 +11,14 @@ import importlib
 
 MODULES = (
     "gpudoctor_checks.driver",
+    "gpudoctor_checks.kernel_module",
+    "gpudoctor_checks.nouveau",
+    "gpudoctor_checks.gpu_health",
     "gpudoctor_checks.inventory",
+    "gpudoctor_checks.cuda_toolkit",
+    "gpudoctor_checks.cudnn",
+    "gpudoctor_checks.containers",
+    "gpudoctor_checks.wsl",
     "gpudoctor_checks.probes",
     "gpudoctor_checks.torch_build",
     "gpudoctor_checks.tensorflow_build",

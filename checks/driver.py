@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure, smi_key
 from gpudoctor.findings import Evidence, fail, ok, warn
+from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.recipes import recipe
 
 
@@ -44,19 +47,90 @@ def driver_answers(f: Facts):
                            "and no NVIDIA kernel module is loaded.",
                     evidence=[cmd_ev], fix=recipe("no_nvidia_gpu", f))
     if res.error == "not found":
-        return fail("an NVIDIA GPU is present but the NVIDIA driver is not installed",
-                    evidence=[cmd_ev] + signs, fix=recipe("driver_not_installed", f))
+        return _not_installed(f, cmd_ev, signs)
+    return _failure(f, res, cmd_ev, signs)
+
+
+def _failure(f: Facts, res, cmd_ev: Evidence, signs):
+    """nvidia-smi ran and failed: its words first, then its exit code (NVML's return code)."""
     text = (res.stdout + res.stderr).lower()
-    if "version mismatch" in text:
+    code = smi_exit_code(res.returncode)
+    if code and code.output_usable:
+        answered = _answered_anyway(f, res, cmd_ev, code)
+        if answered:
+            return answered
+    if "version mismatch" in text or (code and code.code == 18):
         return fail("the NVIDIA kernel module and user-space driver have different versions",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_library_mismatch", f))
     if "couldn't communicate" in text or res.returncode == 9:
-        return fail("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded",
-                    evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
+        title, fix = _not_loaded(f)
+        return fail(title, evidence=[cmd_ev] + signs, fix=fix)
     if "no devices were found" in text:
         return fail("the NVIDIA driver is loaded but finds no GPU",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
+    if code:
+        fix = recipe(code.recipe, f, exit_code=code.code, meaning=code.meaning) if code.recipe else None
+        return fail(f"nvidia-smi exited {code.code}: {code.meaning}", evidence=[cmd_ev] + signs, fix=fix)
     return fail("nvidia-smi failed", evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
+
+
+def _not_installed(f: Facts, cmd_ev: Evidence, signs):
+    """No nvidia-smi although a GPU shows: on a host the driver is missing; in a container the runtime
+    passed in neither the GPU nor the driver's tools."""
+    inside = f.get("container") or {}
+    if not inside.get("inside"):
+        return fail("an NVIDIA GPU is present but the NVIDIA driver is not installed",
+                    evidence=[cmd_ev] + signs, fix=recipe("driver_not_installed", f))
+    kind = inside.get("kind") or "container"
+    if not any(re.fullmatch(r"nvidia\d+", n) for n in f.snapshot.listing("/dev") or []):
+        return fail(f"the host has an NVIDIA driver, but no GPU and no nvidia-smi were passed into this {kind} "
+                    "container", evidence=[cmd_ev] + signs,
+                    fix=recipe("no_device_in_container", f, container_kind=kind,
+                               visible_note=f"NVIDIA_VISIBLE_DEVICES={f.env.get('NVIDIA_VISIBLE_DEVICES')}"))
+    caps = f.env.get("NVIDIA_DRIVER_CAPABILITIES") or "(unset)"
+    return warn(f"the GPU was passed into this {kind} container but nvidia-smi was not: the 'utility' driver "
+                "capability is missing", evidence=[cmd_ev] + signs,
+                fix=recipe("container_driver_capabilities", f, capabilities=caps, missing="utility",
+                           consequence="nvidia-smi and NVML are missing"))
+
+
+def _not_loaded(f: Facts):
+    """'couldn't communicate': a missing module on a host, no device in a container, the wrong driver in WSL."""
+    if (f.get("wsl") or {}).get("inside"):
+        return ("nvidia-smi cannot talk to the NVIDIA driver: under WSL the driver comes from Windows "
+                "(/usr/lib/wsl/lib)", recipe("wsl_specific", f))
+    inside = f.get("container") or {}
+    if inside.get("inside") and not any(n.startswith("nvidia") for n in f.snapshot.listing("/dev") or []):
+        return (f"nvidia-smi cannot talk to the NVIDIA driver: no GPU device was passed into this "
+                f"{inside.get('kind') or 'container'}", recipe("no_device_in_container", f))
+    pci = f.get("pci_gpus") or []
+    if any(d.kernel_driver == "nouveau" for d in pci) or "nouveau" in (f.get("loaded_modules") or set()):
+        return ("nvidia-smi cannot talk to the NVIDIA driver: nouveau holds the GPU", recipe("nouveau_conflict", f))
+    module = f.get("nvidia_module_file") or {}
+    if module.get("found") and (f.get("secure_boot") or {}).get("enforced"):
+        return ("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded, and Secure Boot "
+                "refuses modules signed with an unenrolled key", recipe("secure_boot_module_unsigned", f))
+    if module and not module.get("found"):
+        return ("nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel",
+                recipe("driver_not_loaded", f))
+    return ("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded",
+            recipe("driver_not_loaded", f))
+
+
+def _answered_anyway(f: Facts, res, cmd_ev: Evidence, code):
+    """infoROM corruption (exit 14) still prints the full report: the driver answers, with a warning."""
+    from gpudoctor import smi as smi_parser
+
+    try:
+        report = smi_parser.parse(res.stdout)
+    except smi_parser.SmiParseError:
+        return None
+    if not report.gpus:
+        return None
+    # The driver does answer; the warning itself is judged by the check that owns it (DRV004).
+    return ok(f"driver {report.driver_version} answers, {len(report.gpus)} GPU(s) visible "
+              f"(nvidia-smi exited {code.code}: {code.meaning})",
+              evidence=[cmd_ev] + [Evidence(cmd_ev.source, w) for w in report.warnings[:3]])
 
 
 CHECKS = (driver_answers,)
