@@ -327,3 +327,22 @@ def test_live_hook_never_imports_a_framework(stub_bin, tmp_path):
     assert data["requirements"][-1] == {"check": "framework_cuda", "state": "problem",
                                         "message": f"torch {torch_v} is a CPU-only build; "
                                                    f"tensorflow {tf_v} is a CPU-only build"}
+
+
+def test_a_hook_stuck_in_itself_is_ended_by_its_watchdog_as_unknown(tmp_path):
+    # Something in gpudoctor blocks (a stuck filesystem, a bug): the deadline still holds.
+    snap = hs.recording(tmp_path / "s", hs.HEALTHY)
+    code = ("import time\n"
+            "import gpudoctor.hook.node as n\n"
+            "n.from_snapshot = lambda *a, **k: time.sleep(60)\n"
+            "from gpudoctor.cli import main\n"
+            f"main(['hook', '--snapshot', {str(snap)!r}, '--timeout', '1'])\n")
+    import subprocess
+    import sys
+
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 6
+    assert proc.returncode == 2
+    assert proc.stderr == ("gpudoctor: internal error, not judging this node: the hook did not finish "
+                           "within 2.5s\n")

@@ -186,7 +186,7 @@ class _Watchdog:
 
     def _fire(self):
         os.write(2, f"gpudoctor: internal error, not judging this node: the hook did not finish "
-                    f"within {self.seconds:.0f}s\n".encode())
+                    f"within {self.seconds:g}s\n".encode())
         os._exit(int(HookExit.UNKNOWN))
 
     def cancel(self):
