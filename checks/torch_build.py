@@ -48,7 +48,7 @@ def torch_cuda_build(f: Facts):
     tb = f["torch_build"]
     if not tb.cpu_only and not tb.hip:
         return ok(f"torch {tb.version} is built for CUDA {tb.cuda}", evidence=[Evidence(EV, _build_line(tb))])
-    kind = "a ROCm (AMD) build" if tb.hip else "a CPU-only build"
+    kind = "ROCm (AMD) build" if tb.hip else "CPU-only build"
     gpu = f.get("nvidia_gpu_present")
     if gpu is None or not gpu["present"]:
         why = "there is no GPU" if gpu is not None else "gpudoctor found no sign of a GPU"
@@ -56,7 +56,7 @@ def torch_cuda_build(f: Facts):
     ev = [Evidence(EV, _build_line(tb)), Evidence(gpu["source"], gpu["evidence"])]
     if tb.init_error:
         ev.append(Evidence(EV, f"torch.cuda.init(): {tb.init_error['type']}: {tb.init_error['message']}"))
-    return fail(f"torch {tb.version} is {kind}, but this machine has {gpu['count']} NVIDIA GPU(s)",
+    return fail(f"torch {tb.version} is a {kind}, but this machine has {gpu['count']} NVIDIA GPU(s)",
                 subject=f"torch {tb.version}",
                 detail="torch.cuda.is_available() is False and .cuda() raises \"Torch not compiled with CUDA "
                        "enabled\": the wheel has no GPU code.",

@@ -156,8 +156,8 @@ def _parse_uuids(raw: str, prefix: str, mode: str) -> Spec:
         if not part.startswith(prefix):
             ignored = tuple(p.strip() for p in parts[i:])
             if part.strip().startswith(prefix):
-                why = Problem("spaces", f"{part!r} starts with a space, so it is not read as a UUID: CUDA "
-                                        f"stops there and ignores {', '.join(ignored)}; remove the spaces")
+                why = Problem("invalid", f"{part!r} starts with a space, so it is not read as a UUID: CUDA "
+                                         f"stops there and ignores {', '.join(ignored)}; remove the spaces")
             else:
                 why = Problem("invalid", f"{part.strip()!r} does not start with {prefix}: in a UUID list CUDA "
                                          f"stops there and ignores {', '.join(ignored)}")

@@ -106,7 +106,7 @@ def test_uuid_lists(raw, expected):
 def test_uuid_problem_codes():
     assert codes("GPU-c") == ["ambiguous_uuid"]
     assert codes("GPU-deadbeef") == ["unknown_uuid"]
-    assert codes("GPU-734e, GPU-c4f7") == ["spaces"]
+    assert codes("GPU-734e, GPU-c4f7") == ["invalid"]   # unlike before an index, a space here drops GPUs
     assert codes("GPU-734e,GPU-734e") == ["duplicate"]
 
 

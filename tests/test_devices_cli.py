@@ -1,0 +1,96 @@
+"""`gpudoctor devices`: the CUDA index -> physical GPU table, live (stub nvidia-smi) and replayed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import ROOT, run_gpudoctor
+
+UUID_PREFIX = "fixtures/scenarios/fw-cvd-uuid-prefix"       # 2 x RTX 2080 Ti, CUDA_VISIBLE_DEVICES=GPU-ef1d
+TRUNCATES = "fixtures/scenarios/fw-cvd-invalid-truncates"   # 6 x GTX 1070, CUDA_VISIBLE_DEVICES=2,3,,4,5
+MIXED = "fixtures/scenarios/fw-cvd-mixed-gpus-no-order"     # RTX 2070 + GTX 750 Ti, CUDA_VISIBLE_DEVICES=1
+XML_2080TI = ROOT / "fixtures/nvidia-smi/xml/rtx-2080-ti-x2_driver-410.73_cuda-10.0_ecc-na.xml"
+
+
+def test_replay_shows_the_selected_gpu():
+    proc = run_gpudoctor("devices", "--snapshot", UUID_PREFIX, "--no-color")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ("CUDA_VISIBLE_DEVICES='GPU-ef1d'; CUDA_DEVICE_ORDER not set (FASTEST_FIRST); "
+                        "CUDA sees 1 of 2 GPU(s)")
+    row = next(line for line in lines if line.startswith("cuda:0"))
+    assert row.split() == ["cuda:0", "GPU", "1", "GeForce", "RTX", "2080", "Ti", "00000000:03:00.0",
+                           "GPU-ef1d0068-5bfd-f1e4-7e79-ff35d71d44b8"]
+    assert "hidden from CUDA: GPU 0 GeForce RTX 2080 Ti (00000000:02:00.0)" in lines
+
+
+def test_truncated_list_exits_1_and_names_the_dropped_entries():
+    proc = run_gpudoctor("devices", "--snapshot", TRUNCATES, "--json")
+    assert proc.returncode == 1
+    view = json.loads(proc.stdout)
+    assert view["schema"] == "gpudoctor.devices/1"
+    assert [(d["cuda_index"], d["nvidia_smi_index"]) for d in view["devices"]] == [(0, 2), (1, 3)]
+    assert [g["nvidia_smi_index"] for g in view["hidden"]] == [0, 1, 4, 5]
+    assert [p["code"] for p in view["problems"]] == ["invalid"]
+    assert "4, 5 after it are ignored too" in view["problems"][0]["message"]
+
+
+def test_visible_override_tries_a_value_without_exporting_it():
+    proc = run_gpudoctor("devices", "--snapshot", TRUNCATES, "--visible", "5,GPU-e511", "--json")
+    view = json.loads(proc.stdout)
+    assert proc.returncode == 1   # an index list stops at the UUID entry
+    assert view["cuda_visible_devices"] == "5,GPU-e511"
+    assert [d["nvidia_smi_index"] for d in view["devices"]] == [5]
+    proc = run_gpudoctor("devices", "--snapshot", TRUNCATES, "--visible", "GPU-d2c1,GPU-e511", "--json")
+    assert proc.returncode == 0
+    assert [d["nvidia_smi_index"] for d in json.loads(proc.stdout)["devices"]] == [5, 0]
+
+
+def test_mixed_gpus_warn_that_the_order_is_not_certain():
+    proc = run_gpudoctor("devices", "--snapshot", MIXED, "--no-color")
+    assert proc.returncode == 0
+    assert "note: the GPUs differ and CUDA_DEVICE_ORDER is not PCI_BUS_ID" in proc.stdout
+    fixed = run_gpudoctor("devices", "--snapshot", MIXED, "--order", "PCI_BUS_ID", "--json")
+    assert json.loads(fixed.stdout)["order_known"] is True
+
+
+def test_live_with_a_stub_nvidia_smi(stub_bin):
+    stub_bin("nvidia-smi", f'if [ "$1" = "-q" ]; then cat "{XML_2080TI}"; else exit 0; fi')
+    env = {"PATH": f"{stub_bin.dir}{os.pathsep}{os.environ['PATH']}", "CUDA_VISIBLE_DEVICES": "1,0"}
+    proc = run_gpudoctor("devices", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["source"] == "live" and view["cuda_visible_devices"] == "1,0"
+    assert [(d["cuda_index"], d["uuid"][:12]) for d in view["devices"]] == [(0, "GPU-ef1d0068"), (1, "GPU-57567e11")]
+
+
+def test_colour_only_when_asked_or_on_a_terminal():
+    plain = run_gpudoctor("devices", "--snapshot", TRUNCATES)
+    assert "\x1b[" not in plain.stdout   # not a terminal
+    forced = run_gpudoctor("devices", "--snapshot", TRUNCATES, "--color")
+    assert "\x1b[33mproblem:\x1b[0m" in forced.stdout
+
+
+def test_no_gpu_inventory_says_why():
+    proc = run_gpudoctor("devices", "--snapshot", "fixtures/scenarios/core-gpu-less", "--no-color")
+    assert proc.returncode == 1
+    assert "no GPU inventory: `nvidia-smi -q -x`: not found" in proc.stdout
+
+
+def test_bad_input_is_one_line_and_exit_2():
+    for args in (("--snapshot", "/nonexistent/snap"), ("--snapshot", UUID_PREFIX, "--torch"),
+                 ("--order", "SLOWEST_FIRST")):
+        proc = run_gpudoctor("devices", *args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr
+    proc = run_gpudoctor("devices", "--snapshot", UUID_PREFIX, "--torch")
+    assert proc.stderr.strip() == "gpudoctor: --torch asks torch on this machine; it cannot be combined with --snapshot"
+
+
+def test_readme_example_is_the_real_output():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    cmd = "$ gpudoctor devices --snapshot fixtures/scenarios/fw-cvd-invalid-truncates\n"
+    shown = readme.split(cmd, 1)[1].split("\n$ ", 1)[0] + "\n"
+    proc = run_gpudoctor("devices", "--snapshot", TRUNCATES)
+    assert proc.stdout == shown
