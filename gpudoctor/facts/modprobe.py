@@ -39,7 +39,7 @@ def parse_modprobe_conf(text: str, source: str) -> List[ModprobeRule]:
     for raw in (text or "").splitlines():
         line = pending + raw.strip()
         if line.endswith("\\"):
-            pending = line[:-1] + " "
+            pending = line[:-1].rstrip() + " "
             continue
         pending = ""
         words = line.split(None, 2)

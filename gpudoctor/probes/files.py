@@ -174,7 +174,9 @@ def collect_links(root: str, env: Mapping[str, str], listings: Mapping[str, List
     """{path: {"target": readlink or None, "real": resolved path}} for each path that exists."""
     out: Dict[str, Dict] = {}
     for path in link_paths(env, listings):
-        full = _under(root, path)
+        # Resolve the parent below root first: /usr/local/cuda/bin/nvcc lives wherever cuda points.
+        parent = resolve_below(root, posixpath.dirname(path))
+        full = _under(root, posixpath.join(parent, posixpath.basename(path)))
         try:
             if not os.path.lexists(full):
                 continue
