@@ -112,18 +112,17 @@ def _line(text: str, needle: str) -> Optional[str]:
 @fact("cuda_libraries")
 def cuda_libraries(f: Facts) -> Dict:
     """CUDA runtime and cuDNN libraries the loader can find (ldconfig -p) and pip's nvidia-* wheels."""
-    res = f.snapshot.command("ldconfig_p")
+    cache = f.get("ldconfig")
     linker: Dict[str, List[str]] = {}
-    if res is not None and res.ok:
-        for m in re.finditer(r"^\s*(lib(?:cudart|cudnn|cublas|cuda)\.so[.\d]*)\s+\([^)]*\)\s+=>\s+(\S+)",
-                             res.stdout, re.M):
-            linker.setdefault(m.group(1), []).append(m.group(2))
+    for lib in cache or []:
+        if re.match(r"lib(?:cudart|cudnn|cublas|cuda)\.so", lib.name):
+            linker.setdefault(lib.name, []).append(lib.path)
     wheels: Dict[str, str] = {}
     for name in ("tensorflow", "torch"):
         wheels.update((f.snapshot.frameworks.get(name) or {}).get("nvidia_wheels") or {})
-    if (res is None or not res.ok) and not wheels:
+    if cache is None and not wheels:
         raise Missing("neither `ldconfig -p` nor the installed nvidia-* wheels were recorded")
-    return {"linker": linker, "linker_recorded": res is not None and res.ok, "wheels": wheels,
+    return {"linker": linker, "linker_recorded": cache is not None, "wheels": wheels,
             "ld_library_path": f.env.get("LD_LIBRARY_PATH")}
 
 
