@@ -1,0 +1,80 @@
+"""`gpudoctor explain`: an error message or a log -> diagnosis and fix recipe."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gpudoctor.commands.common import InputError, color_option, json_option, load_snapshot, python_option
+from gpudoctor.exitcodes import ExitCode
+
+CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
+
+
+@click.command("explain")
+@click.argument("inputs", nargs=-1, metavar="[TEXT | FILE... | -]")
+@json_option
+@click.option("--snapshot", "snapshot_path", type=click.Path(), default=None,
+              help="Tailor the fixes with a recorded snapshot folder or bundle (.tar.gz) of the machine the error came from.")
+@click.option("--here", is_flag=True, help="Tailor the fixes with this machine's facts (probes it, like `gpudoctor check`).")
+@click.option("--context", "contexts", multiple=True, type=click.Choice(CONTEXTS),
+              help="Where the error happened, when the text does not say: container, wsl, windows, tensorflow or "
+                   "suspend (repeatable).")
+@python_option
+@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+              help="Seconds --here may spend probing this machine.")
+@color_option
+def command(inputs, as_json, snapshot_path, here, contexts, python, timeout, color):
+    """Explain CUDA / driver / PyTorch / TensorFlow errors: what they mean and how to fix them.
+
+    Give the error text, one or more log files (any size, .gz too), or - to read stdin.
+    An argument that is an existing file is read as a file; anything else is the text.
+
+    \b
+    Examples:
+      gpudoctor explain "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+      gpudoctor explain train.log worker-*.log.gz
+      python train.py 2>&1 | gpudoctor explain -
+      gpudoctor explain --snapshot bundle.tar.gz job-1234.err   # the fix uses that machine's driver and torch
+      gpudoctor explain --here --json error.txt
+
+    \b
+    Exit codes: 0 a diagnosis was found, 1 nothing matched (or only a bug in the program),
+                2 bad input (missing, unreadable, binary or empty input; a directory).
+    """
+    from gpudoctor.explain import BadInput, explain, resolve
+    from gpudoctor.explain.render import dumps, render
+    from gpudoctor.render.style import Style
+
+    if snapshot_path and here:
+        raise InputError("--snapshot and --here both describe the machine: give one of them")
+    try:
+        sources = resolve(inputs, sys.stdin is None or sys.stdin.isatty())
+    except BadInput as exc:
+        raise InputError(str(exc)) from None
+    facts = _facts(snapshot_path, here, python, timeout)
+    stdin = sys.stdin.buffer if sys.stdin is not None else None
+    try:
+        result = explain(sources, contexts, facts, stdin)
+    except BadInput as exc:
+        raise InputError(str(exc)) from None
+    for warning in result.warnings:
+        click.echo(f"gpudoctor: note: {warning}", err=True)
+    if as_json:
+        click.echo(dumps(result), nl=False)
+    else:
+        click.echo(render(result, Style.for_stream(sys.stdout, color)), nl=False)
+    return ExitCode.OK if result.diagnoses else ExitCode.PROBLEM
+
+
+def _facts(snapshot_path, here, python, timeout):
+    if not (snapshot_path or here):
+        return None
+    from gpudoctor.facts import Facts
+
+    if snapshot_path:
+        return Facts(load_snapshot(snapshot_path))
+    from gpudoctor.commands.check import live_snapshot
+
+    return Facts(live_snapshot(python, timeout))

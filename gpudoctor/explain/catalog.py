@@ -1,0 +1,197 @@
+"""The error-signature catalog: ``knowledge/signatures/*.json`` loaded, checked and compiled once.
+
+Each family file holds signatures (the real messages a broken GPU stack prints) with
+their regular expressions, the values to pull out of them, the recipe that fixes them,
+real example messages and the issue threads they come from. ``_catalog.json`` names the
+families, the context flags and the *gates*: short literals that every anchor contains,
+which the scanner searches for in large byte chunks before any regex runs. An anchor
+that contains no listed gate becomes a gate of its own (correct, only slower).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+KINDS = ("diagnosis", "program_bug", "harmless", "fact", "context")
+STREAMED = ("diagnosis", "program_bug", "harmless")   # matched line by line while scanning
+VALUE_TYPES = ("str", "int", "version", "size", "sm", "arch_list", "driver_api_int", "cudnn_version")
+
+
+class CatalogError(ValueError):
+    """A malformed signature file; the message names the file and the signature."""
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another family the same message can mean, ranked by its own specificity."""
+
+    family: str
+    recipe: str
+    specificity: int
+    requires: Tuple[str, ...] = ()
+    if_value: Mapping[str, str] = field(default_factory=dict)
+    explanation: Tuple[str, ...] = ()
+    excludes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    kind: str
+    family: Optional[str]
+    title: str
+    anchors: Tuple[str, ...]
+    patterns: Tuple["re.Pattern", ...]
+    values: Mapping[str, str]
+    specificity: int = 50
+    recipe: Optional[str] = None
+    explanation: Tuple[str, ...] = ()
+    requires: Tuple[str, ...] = ()          # flags that must all be set
+    excludes: Tuple[str, ...] = ()          # flags that must all be unset
+    boost: Mapping[str, int] = field(default_factory=dict)
+    suppresses: Tuple[str, ...] = ()        # signature ids, or "family:<name>"
+    alternatives: Tuple[Alternative, ...] = ()
+    drop_if_value: Mapping[str, str] = field(default_factory=dict)
+    recipe_values: Mapping[str, str] = field(default_factory=dict)
+    analysis: Optional[str] = None          # "oom", "xid": a module refines the diagnosis
+    window_lines: int = 1
+    flag: Optional[str] = None              # context signatures: the flag they set
+    examples: Tuple[Mapping, ...] = ()
+    sources: Tuple[str, ...] = ()
+    file: str = ""
+
+    def drops(self, values: Mapping[str, str]) -> bool:
+        """True when an extracted value marks the hit as something else (e.g. TensorRT's optional lib)."""
+        return any(needle in (values.get(name) or "") for name, needle in self.drop_if_value.items())
+
+
+@dataclass
+class Catalog:
+    signatures: Tuple[Signature, ...]
+    families: Tuple[str, ...]
+    gates: Tuple[bytes, ...]
+    flags: Tuple[str, ...]
+    data: Mapping[str, object]               # extra tables (e.g. Xid meanings), by name
+    _by_gate: Dict[bytes, Tuple[Signature, ...]] = field(default_factory=dict)
+    _cache: Dict[Tuple[bytes, ...], Tuple[Signature, ...]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.by_id = {s.id: s for s in self.signatures}
+        streamed = [s for s in self.signatures if s.kind in STREAMED]
+        for gate in self.gates:
+            g = gate.decode()
+            self._by_gate[gate] = tuple(s for s in streamed if any(g in a for a in s.anchors))
+
+    def for_gates(self, gates: Iterable[bytes]) -> Tuple[Signature, ...]:
+        key = tuple(gates)
+        got = self._cache.get(key)
+        if got is None:
+            seen: Dict[str, Signature] = {}
+            for gate in key:
+                for sig in self._by_gate.get(gate, ()):
+                    seen.setdefault(sig.id, sig)
+            got = self._cache[key] = tuple(seen.values())
+        return got
+
+    def of_kind(self, *kinds: str) -> List[Signature]:
+        return [s for s in self.signatures if s.kind in kinds]
+
+
+def _files() -> List[Tuple[str, str]]:
+    folder = resources.files("gpudoctor.knowledge").joinpath("signatures")
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _tuple(value) -> tuple:
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _compile(pattern: str, flags: str, where: str) -> "re.Pattern":
+    try:
+        return re.compile(pattern, re.IGNORECASE if "i" in flags else 0)
+    except re.error as exc:
+        raise CatalogError(f"{where}: bad pattern {pattern!r}: {exc}") from None
+
+
+def _alternative(raw: Mapping, where: str) -> Alternative:
+    try:
+        return Alternative(raw["family"], raw["recipe"], int(raw["specificity"]), _tuple(raw.get("requires")),
+                           dict(raw.get("if_value") or {}), _tuple(raw.get("explanation")), _tuple(raw.get("excludes")))
+    except KeyError as exc:
+        raise CatalogError(f"{where}: alternative without {exc}") from None
+
+
+def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
+    where = f"{file}: {raw.get('id', '?')}"
+    kind = raw.get("kind", "diagnosis")
+    if kind not in KINDS:
+        raise CatalogError(f"{where}: unknown kind {kind!r}")
+    patterns = tuple(_compile(p, raw.get("flags", ""), where) for p in _tuple(raw.get("patterns")))
+    values = dict(raw.get("values") or {})
+    for name, vtype in values.items():
+        if vtype not in VALUE_TYPES:
+            raise CatalogError(f"{where}: value {name!r} has unknown type {vtype!r}")
+    return Signature(
+        id=raw["id"], kind=kind, family=raw.get("family", family if kind == "diagnosis" else None),
+        title=raw.get("title", raw["id"]), anchors=_tuple(raw.get("anchors")), patterns=patterns, values=values,
+        specificity=int(raw.get("specificity", 50)), recipe=raw.get("recipe"),
+        explanation=_tuple(raw.get("explanation")), requires=_tuple(raw.get("requires")),
+        excludes=_tuple(raw.get("excludes")), boost=dict(raw.get("boost") or {}),
+        suppresses=_tuple(raw.get("suppresses")),
+        alternatives=tuple(_alternative(a, where) for a in raw.get("alternatives") or ()),
+        drop_if_value=dict(raw.get("drop_if_value") or {}), recipe_values=dict(raw.get("recipe_values") or {}),
+        analysis=raw.get("analysis"), window_lines=int(raw.get("window_lines", 1)), flag=raw.get("flag"),
+        examples=tuple(raw.get("examples") or ()), sources=_tuple(raw.get("sources")), file=file)
+
+
+def _gates(listed: Iterable[str], signatures: Iterable[Signature]) -> Tuple[bytes, ...]:
+    gates = list(dict.fromkeys(listed))
+    for sig in signatures:
+        if sig.kind not in STREAMED:
+            continue
+        for anchor in sig.anchors:
+            if not any(g in anchor for g in gates):
+                gates.append(anchor)          # uncovered: searched on its own
+    return tuple(g.encode() for g in gates)
+
+
+def build(files: Iterable[Tuple[str, str]]) -> Catalog:
+    """A catalog from (file name, JSON text) pairs; raises CatalogError naming the culprit."""
+    meta: Dict = {}
+    signatures: List[Signature] = []
+    data: Dict[str, object] = {}
+    for name, text in files:
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise CatalogError(f"{name}: not valid JSON: {exc}") from None
+        if name == "_catalog.json":
+            meta = doc
+            continue
+        try:
+            signatures.extend(_signature(raw, doc.get("family"), name) for raw in doc.get("signatures", ()))
+        except KeyError as exc:
+            raise CatalogError(f"{name}: a signature has no {exc}") from None
+        data.update(doc.get("tables") or {})
+    ids = [s.id for s in signatures]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise CatalogError(f"duplicate signature ids: {', '.join(sorted(dup))}")
+    for sig in signatures:
+        if sig.kind in STREAMED and (not sig.anchors or not sig.patterns):
+            raise CatalogError(f"{sig.file}: {sig.id}: needs anchors and patterns")
+    return Catalog(tuple(signatures), tuple(meta.get("families", ())),
+                   _gates(meta.get("gates", ()), signatures), tuple(meta.get("flags", ())), data)
+
+
+@lru_cache(maxsize=None)
+def load() -> Catalog:
+    """The packaged catalog, read and compiled once per process."""
+    return build(_files())

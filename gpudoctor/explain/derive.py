@@ -1,0 +1,110 @@
+"""Values computed from what a message said, using the knowledge base (never hard-coded).
+
+"found version 11040" becomes CUDA 11.4; "sm_120" becomes compute capability 12.0 and the
+PyTorch build that has kernels for it; a driver version becomes the newest CUDA it runs;
+an Xid number becomes its meaning. The results feed the explanation templates, the recipe
+placeholders and the boolean flags that signatures require or are boosted by.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional, Set
+
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.explain.values import sm_to_cc
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text))
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def _cuda_values(values: Dict[str, Any]) -> None:
+    from gpudoctor import knowledge
+
+    if values.get("driver_api") and not values.get("driver_cuda"):
+        try:
+            values["driver_cuda"] = knowledge.cuda_from_driver_api_int(int(values["driver_api"]))
+        except ValueError:
+            pass
+    driver = values.get("driver_version")
+    if driver and not values.get("driver_max_cuda"):
+        try:
+            values["driver_max_cuda"] = knowledge.max_cuda_for_driver(str(driver))
+        except ValueError:
+            pass
+    if values.get("driver_max_cuda") and not values.get("cuda_driver_max"):
+        values["cuda_driver_max"] = values["driver_max_cuda"]
+
+
+def _arch_values(values: Dict[str, Any]) -> None:
+    if values.get("sm") and not values.get("compute_cap"):
+        values["compute_cap"] = sm_to_cc(str(values["sm"]))
+    archs = values.get("arch_list")
+    if isinstance(archs, list) and archs:
+        numbered = [(int(m.group(1)), a) for a in archs for m in [re.search(r"_(\d+)", a)] if m]
+        if numbered:
+            values["arch_max"] = max(numbered)[1]
+    cc = values.get("compute_cap")
+    if cc and not values.get("torch_install"):
+        _torch_fit(values, str(cc))
+
+
+def _torch_fit(values: Dict[str, Any], cc: str) -> None:
+    """The PyTorch build with kernels for ``cc`` (and, when known, runnable on the driver)."""
+    try:
+        from gpudoctor.framework_fixes import torch_fit
+    except ImportError:
+        return
+    try:
+        fit = torch_fit(values.get("torch_version"), values.get("driver_version"), [cc])
+    except (ValueError, KeyError):
+        fit = None
+    if fit is None:
+        values.setdefault("torch_fit_hint", "no PyTorch release in gpudoctor's table has kernels for it yet")
+        return
+    python = values.get("python") or "python"
+    values.update(torch_fit_release=fit.pin, torch_fit_variant=fit.variant.name, torch_fit_cuda=fit.variant.cuda,
+                  torch_index_url=fit.variant.index_url, torch_install=fit.install_command(python))
+    values["torch_fit_hint"] = f"torch {fit.pin} for CUDA {fit.variant.cuda} ({fit.variant.name})"
+
+
+def _xid_values(values: Dict[str, Any], tables: Dict[str, Any]) -> None:
+    xid = values.get("xid")
+    row = (tables.get("xid") or {}).get(str(xid)) if xid is not None else None
+    if row:
+        values.setdefault("xid_meaning", row["meaning"])
+        values.setdefault("xid_action", row["action"])
+        values.setdefault("xid_cause", row["cause"])
+    elif xid is not None:
+        values.setdefault("xid_meaning", "see NVIDIA's Xid catalog")
+        values.setdefault("xid_action", "look it up in NVIDIA's Xid catalog and check the lines around it")
+
+
+def _flags(values: Dict[str, Any]) -> Set[str]:
+    flags: Set[str] = set()
+    smi_cuda, native = _v(values.get("smi_cuda")), _v(values.get("driver_max_cuda"))
+    if smi_cuda and native and smi_cuda > native:
+        flags.add("cuda_beyond_driver")       # nvidia-smi shows a cuda-compat libcuda's version
+    tf = _v(values.get("tf_version"))
+    if tf:
+        try:
+            from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
+            last = _v(tf_windows_native_gpu_last())
+        except (ImportError, ValueError):
+            last = None
+        if last and (tf.major, tf.minor) > (last.major, last.minor):
+            flags.add("tf_windows_no_gpu")
+    return flags
+
+
+def derive(values: Dict[str, Any], tables: Dict[str, Any]) -> Set[str]:
+    """Add derived values to ``values`` in place; return the boolean flags they imply."""
+    _cuda_values(values)
+    _arch_values(values)
+    _xid_values(values, tables)
+    return _flags(values)

@@ -1,0 +1,107 @@
+"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/1)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any, Dict, List
+
+from gpudoctor.explain.values import display, jsonable
+from gpudoctor.findings import Status
+from gpudoctor.render.style import Style
+
+SCHEMA = "gpudoctor.explain/1"
+_CONFIDENCE = {"high": Status.FAIL, "medium": Status.WARN, "low": Status.SKIP}
+_WIDTH = 100
+
+
+def to_dict(result) -> Dict[str, Any]:
+    ctx = result.context
+    out = {
+        "schema": SCHEMA,
+        "inputs": result.inputs,
+        "diagnoses": [d.to_dict() for d in result.diagnoses],
+        "notes": [n.to_dict() for n in result.notes],
+        "context": {"flags": sorted(ctx.flags),
+                    "facts": {k: jsonable(v) for k, v in sorted(ctx.values.items())},
+                    "sources": dict(sorted(ctx.sources.items()))},
+        "warnings": list(result.warnings),
+        "exit_code": result.exit_code,
+    }
+    if ctx.smi is not None:
+        out["context"]["nvidia_smi"] = {"format": ctx.smi.format, "driver_version": ctx.smi.driver_version,
+                                        "cuda_version": ctx.smi.cuda_version,
+                                        "gpus": [g.name for g in ctx.smi.gpus]}
+    return out
+
+
+def dumps(result) -> str:
+    return json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def _wrap(label: str, text: str, style: Style) -> List[str]:
+    pad = " " * 15
+    lines = textwrap.wrap(text, _WIDTH - len(pad)) or [""]
+    return [f"    {style.dim(label.ljust(11))}{lines[0]}"] + [pad + line for line in lines[1:]]
+
+
+def _lines(numbers: List[int], count: int) -> str:
+    shown = ", ".join(str(n) for n in numbers[:8])
+    more = count - min(len(numbers), 8)
+    return shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def _diagnosis(d, style: Style) -> List[str]:
+    head = f"{style.status(_CONFIDENCE[d.confidence])} {style.bold(d.family)}: {d.title}"
+    out = [head + style.dim(f"   [{d.confidence}]")]
+    where = f"{d.source}, line{'s' if len(d.lines) > 1 else ''} {_lines(d.lines, max(d.count, len(d.lines)))}"
+    out += _wrap("signature", f"{d.id}" + (f" (also: {', '.join(d.also_matched)})" if d.also_matched else ""), style)
+    out += _wrap("where", where, style)
+    out += _wrap("excerpt", d.excerpt, style)
+    if d.values:
+        out += _wrap("values", " · ".join(f"{k} {display(v)}" for k, v in d.values.items()), style)
+    if d.explanation:
+        out += _wrap("why", " ".join(d.explanation), style)
+    if d.fix is not None:
+        out += _wrap("fix", d.fix.summary, style)
+        for cmd in d.fix.commands:
+            out.append(" " * 17 + cmd)
+        flags = [x for x, on in (("needs root", d.fix.needs_root), ("needs a reboot", d.fix.needs_reboot)) if on]
+        if flags:
+            out.append(" " * 15 + style.dim("(" + ", ".join(flags) + ")"))
+        for link in d.fix.links[:2]:
+            out.append(" " * 15 + style.dim(link))
+    return out
+
+
+def _note(n, style: Style) -> List[str]:
+    label = "program bug" if n.kind == "program_bug" else "harmless"
+    out = [f"{style.status(Status.SKIP)} {style.bold(label)}: {n.title}"]
+    out += _wrap("where", f"{n.source}, line {_lines(n.lines, len(n.lines))}", style)
+    out += _wrap("excerpt", n.excerpt, style)
+    out += _wrap("why", " ".join(n.explanation), style)
+    return out
+
+
+def render(result, style: Style) -> str:
+    out: List[str] = []
+    ctx = result.context
+    if ctx.smi is not None:
+        names = ", ".join(g.name for g in ctx.smi.gpus if g.name) or "no GPU rows"
+        out.append(style.dim(f"pasted nvidia-smi: driver {ctx.smi.driver_version}, CUDA {ctx.smi.cuda_version}, {names}"))
+    if ctx.flags:
+        out.append(style.dim("context: " + ", ".join(sorted(ctx.flags))))
+    for d in result.diagnoses:
+        out += [""] + _diagnosis(d, style)
+    for n in result.notes:
+        out += [""] + _note(n, style)
+    out.append("")
+    if result.diagnoses:
+        n = len(result.diagnoses)
+        out.append(f"{n} diagnos{'is' if n == 1 else 'es'}, most likely first.")
+    elif result.notes and any(n.kind == "program_bug" for n in result.notes):
+        out.append("No environment problem found: this looks like a bug in the program, not the environment.")
+    else:
+        out.append("No known GPU environment error found in the input. "
+                   "Run `gpudoctor check` to examine this machine itself.")
+    return "\n".join(out).lstrip("\n") + "\n"

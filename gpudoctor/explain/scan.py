@@ -1,0 +1,185 @@
+"""Stream a log of any size through the signature catalog in bounded memory.
+
+Most log lines hold none of the catalog's words, so the scan works on large byte chunks:
+one ``bytes.find`` pass per *gate* (a short literal such as ``CUDA`` or ``NCCL``, see
+``catalog.Catalog.gates``) picks the few candidate lines, and only those are decoded and
+run through the full regular expressions. A line of any length is read in windows of at
+most ``MAX_SEGMENT`` bytes, so a 1 GiB line without a newline costs no more memory than a
+short one; excerpts are cut to ``EXCERPT`` characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO, Dict, List, Optional, Tuple
+
+CHUNK = 1 << 20          # bytes read per step
+LOOKAHEAD = 16 << 10     # bytes kept after a chunk's split so multi-line windows can see ahead
+MAX_SEGMENT = 1 << 20    # a line longer than this is scanned in pieces
+SPAN = 2048              # bytes around a gate hit that are matched, inside a very long line
+WINDOW_CAP = 4096        # bytes of following lines a multi-line signature may see
+HEAD_BYTES = 256 << 10   # the start of the input, kept for facts and context clues
+EXCERPT = 300            # characters of a matching line that are stored and shown
+MAX_LINES_KEPT = 50      # line numbers stored per signature (the count is exact)
+MAX_WINDOWS_KEPT = 3     # text windows kept per signature, for facts and context
+
+
+@dataclass
+class SigHits:
+    """Where one signature matched: exact count, the first line numbers, first excerpt and values."""
+
+    count: int = 0
+    lines: List[int] = field(default_factory=list)
+    excerpt: str = ""
+    values: Dict[str, str] = field(default_factory=dict)
+    windows: List[str] = field(default_factory=list)
+    matches: List[Tuple[int, Dict[str, str]]] = field(default_factory=list)  # (line, values), capped
+
+    def add(self, line: int, excerpt: str, values: Dict[str, str], window: str) -> None:
+        self.count += 1
+        if len(self.lines) < MAX_LINES_KEPT:
+            self.lines.append(line)
+            self.matches.append((line, values))
+        if not self.excerpt:
+            self.excerpt, self.values = excerpt, values
+        if len(self.windows) < MAX_WINDOWS_KEPT:
+            self.windows.append(window)
+
+
+@dataclass
+class ScanResult:
+    hits: Dict[str, SigHits]
+    head: bytes
+    bytes_read: int
+    lines: int
+    long_line: Optional[int] = None   # number of the first line longer than MAX_SEGMENT
+
+
+def _excerpt(line: str, start: int) -> str:
+    line = line.rstrip("\r\n")
+    if len(line) <= EXCERPT:
+        return line
+    lo = max(0, min(start - 40, len(line) - EXCERPT))
+    return ("…" if lo else "") + line[lo:lo + EXCERPT - 2] + "…"
+
+
+class Scanner:
+    """One pass over a byte stream; ``feed`` the chunks, then ``finish``."""
+
+    def __init__(self, catalog):
+        self.catalog = catalog
+        self.gates = catalog.gates
+        self.hits: Dict[str, SigHits] = {}
+        self.head = bytearray()
+        self.buf = b""
+        self.line_no = 1      # number of the line that starts (or continues) at buf[0]
+        self.total = 0
+        self.long_line: Optional[int] = None
+
+    def scan(self, stream: BinaryIO) -> ScanResult:
+        while True:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                break
+            self.feed(chunk)
+        return self.finish()
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if len(self.head) < HEAD_BYTES:
+            self.head += chunk[:HEAD_BYTES - len(self.head)]
+        self.buf = self.buf + chunk if self.buf else chunk
+        if len(self.buf) < CHUNK + LOOKAHEAD:
+            return
+        limit = len(self.buf) - LOOKAHEAD
+        split = self.buf.rfind(b"\n", 0, limit) + 1
+        if split == 0:
+            if limit < MAX_SEGMENT:
+                return
+            split = limit                       # inside a very long line: scan what we have
+            if self.long_line is None:
+                self.long_line = self.line_no
+        self._advance(split)
+
+    def finish(self) -> ScanResult:
+        if self.buf:
+            self._advance(len(self.buf))
+        lines = self.line_no - 1 + (1 if self.total else 0)
+        return ScanResult(self.hits, bytes(self.head), self.total, lines, self.long_line)
+
+    def _advance(self, split: int) -> None:
+        buf = self.buf
+        self._process(buf, split)
+        self.line_no += buf.count(b"\n", 0, split)
+        self.buf = buf[split:]
+
+    # -- candidate regions ------------------------------------------------------------
+    def _regions(self, buf: bytes, split: int) -> Dict[int, Tuple[int, int, List[bytes]]]:
+        """Byte regions (start, first-line end, gates) around every gate hit before ``split``."""
+        regions: Dict[int, Tuple[int, int, List[bytes]]] = {}
+        n = len(buf)
+        for gate in self.gates:
+            end = min(n, split + len(gate) - 1)
+            pos = buf.find(gate, 0, end)
+            while pos != -1:
+                start = buf.rfind(b"\n", 0, pos) + 1
+                stop = buf.find(b"\n", pos)
+                stop = n if stop == -1 else stop + 1
+                if stop - start > 2 * SPAN:          # a very long line: a window around the hit
+                    start, stop = max(start, pos - SPAN), min(stop, pos + SPAN)
+                known = regions.get(start)
+                if known is None:
+                    regions[start] = (start, stop, [gate])
+                elif gate not in known[2]:
+                    known[2].append(gate)
+                if stop >= end:
+                    break
+                pos = buf.find(gate, stop, end)
+        return regions
+
+    def _process(self, buf: bytes, split: int) -> None:
+        regions = self._regions(buf, split)
+        if not regions:
+            return
+        line_no, counted = self.line_no, 0
+        for start in sorted(regions):
+            _, stop, gates = regions[start]
+            line_no += buf.count(b"\n", counted, start)
+            counted = start
+            self._match(buf, start, stop, gates, line_no)
+
+    def _match(self, buf: bytes, start: int, stop: int, gates: List[bytes], line_no: int) -> None:
+        first = buf[start:stop].decode("utf-8", "replace")
+        window_text = None
+        for sig in self.catalog.for_gates(gates):
+            if not any(a in first for a in sig.anchors):
+                continue
+            text = first
+            if sig.window_lines > 1:
+                if window_text is None:
+                    window_text = first + self._following(buf, stop, sig.window_lines - 1)
+                text = window_text
+            for pattern in sig.patterns:
+                m = pattern.search(text)
+                if m is None or m.start() >= len(first):
+                    continue
+                values = {k: v for k, v in m.groupdict().items() if v is not None}
+                if sig.drops(values):
+                    break
+                hits = self.hits.get(sig.id)
+                if hits is None:
+                    hits = self.hits[sig.id] = SigHits()
+                window = text if len(text) <= WINDOW_CAP else text[:WINDOW_CAP]
+                hits.add(line_no, _excerpt(first, m.start()), values, window)
+                break
+
+    @staticmethod
+    def _following(buf: bytes, stop: int, nlines: int) -> str:
+        end = stop
+        for _ in range(nlines):
+            nxt = buf.find(b"\n", end, stop + WINDOW_CAP)
+            if nxt == -1:
+                end = min(len(buf), stop + WINDOW_CAP)
+                break
+            end = nxt + 1
+        return buf[stop:end].decode("utf-8", "replace")
