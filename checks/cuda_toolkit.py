@@ -84,7 +84,8 @@ def _versions(picks: List[Pick]) -> List[str]:
     return sorted({p.version for p in picks if p.version})
 
 
-def _target(f: Facts, picks: List[Pick]) -> Optional[Toolkit]:
+def _target(f: Facts) -> Optional[Toolkit]:
+    """The toolkit to settle on: the one the user chose (CUDA_HOME, nvcc, /usr/local/cuda), else the newest."""
     chosen = default_toolkit(f)
     if chosen:
         return chosen
@@ -98,39 +99,45 @@ def _cleaned(value: str, toolkits: List[Toolkit], first: str) -> str:
     return ":".join([first] + keep)
 
 
+def _agreement(toolkits: List[Toolkit], picks: List[Pick]) -> str:
+    """"2 CUDA toolkit(s): ...; nvcc on PATH and CUDA_HOME agree on CUDA 12.4"."""
+    names = list(dict.fromkeys(p.what for p in picks))
+    who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    agree = f"; {who} {'agree on' if len(names) > 1 else 'uses'} CUDA {_versions(picks)[0]}" if _versions(picks) else ""
+    return f"{len(toolkits)} CUDA toolkit(s): {'; '.join(t.label() for t in toolkits)}{agree}"
+
+
 @check("CUDA002", "toolkit-paths", "PATH, CUDA_HOME and LD_LIBRARY_PATH use one CUDA toolkit",
        needs=("cuda_toolkits", "cuda_picks"))
 def toolkit_paths(f: Facts):
     """nvcc on PATH, CUDA_HOME/CUDA_PATH and the CUDA directories in LD_LIBRARY_PATH must name the same
-    toolkit; a CUDA_HOME that does not exist is a problem too."""
+    toolkit; a CUDA_HOME that is not a toolkit directory is a problem too."""
     toolkits, picks = f["cuda_toolkits"], [p for p in f["cuda_picks"] if p.what != "/usr/local/cuda"]
     ev = [Evidence(p.source, p.describe()) for p in f["cuda_picks"]]
+    # Only a snapshot that recorded links can tell that a CUDA_HOME directory does not exist.
     dangling = [p for p in picks if p.what in ("CUDA_HOME", "CUDA_PATH") and p.toolkit is None and f.snapshot.links]
-    if len(_versions(picks)) <= 1 and not dangling:
-        if not toolkits:
-            return ok("no CUDA toolkit installed")
-        listed = "; ".join(t.label() for t in toolkits)
-        names = list(dict.fromkeys(p.what for p in picks))
-        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        agree = (f"; {who} {'agree on' if len(names) > 1 else 'uses'} CUDA {_versions(picks)[0]}"
-                 if picks and _versions(picks) else "")
-        return ok(f"{len(toolkits)} CUDA toolkit(s): {listed}{agree}", evidence=ev)
-    target = _target(f, picks)
+    disagree = len(_versions(picks)) > 1
+    if not disagree and not dangling:
+        return ok(_agreement(toolkits, picks) if toolkits else "no CUDA toolkit installed", evidence=ev)
+    target = _target(f)
     if target is None:
         return warn("CUDA lookups point at toolkits that are not installed", evidence=ev)
+    if disagree:
+        title = "CUDA lookups disagree: " + ", ".join(f"{p.what} -> {p.version or '?'}" for p in picks)
+        detail = "Builds would mix nvcc, headers and libraries of different CUDA releases."
+    else:
+        title = f"{dangling[0].what}={dangling[0].value} is not a CUDA toolkit directory"
+        detail = ("Build tools that honour it (PyTorch C++/CUDA extensions, CMake, DeepSpeed) look for nvcc and "
+                  "headers there and fail ('CUDA_HOME does not exist').")
     others = sorted({p.toolkit.root if p.toolkit else p.value for p in picks
                      if p.version != target.major_minor() or p in dangling})
-    title = (f"{dangling[0].what}={dangling[0].value} is not a CUDA toolkit directory" if dangling and
-             len(_versions(picks)) <= 1 else
-             "CUDA lookups disagree: " + ", ".join(f"{p.what} -> {p.version or '?'}" for p in picks))
     fix = recipe("cuda_toolkit_path", f, picks="; ".join(p.describe() for p in picks),
                  nvcc_release=next((p.version for p in picks if p.what == "nvcc on PATH"), None),
                  target_root=target.root, target_release=target.major_minor(),
                  path_value=_cleaned(f.env.get("PATH") or "", toolkits, f"{target.root}/bin"),
                  ld_value=_cleaned(f.env.get("LD_LIBRARY_PATH") or "", toolkits, f"{target.root}/lib64"),
                  other_roots=", ".join(others) or "other toolkits")
-    return warn(title, detail="Builds would mix nvcc, headers and libraries of different CUDA releases.",
-                evidence=ev, fix=fix)
+    return warn(title, detail=detail, evidence=ev, fix=fix)
 
 
 CHECKS = (toolkit_driver_fit, toolkit_paths)

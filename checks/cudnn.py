@@ -6,7 +6,7 @@ from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.cuda_paths import default_toolkit
 from gpudoctor.findings import Evidence, fail, ok, warn
-from gpudoctor.knowledge.cudnn import cudnn_major_supports, cudnn_pairing
+from gpudoctor.knowledge.cudnn import cudnn_major_cuda_text, cudnn_major_supports, cudnn_pairing
 from gpudoctor.recipes import recipe
 
 
@@ -16,14 +16,21 @@ def _paired_toolkit(f: Facts, path: str):
     return next((t for t in toolkits if t.owns(path)), None) or default_toolkit(f)
 
 
+def _toolkit_values(toolkit) -> dict:
+    if toolkit is None or not toolkit.major_minor():
+        return {}
+    return {"cuda_version": toolkit.version, "cuda_root": toolkit.root,
+            "cuda_major": toolkit.major_minor().split(".")[0]}
+
+
 def _mismatch(f: Facts, version: str, path: str, source: str, toolkit, line, cuda_text: str):
-    major = toolkit.major_minor().split(".")[0]
+    values = _toolkit_values(toolkit)
+    major = values["cuda_major"]
     return fail(f"cuDNN {version} ({path}) is not built for CUDA {toolkit.version} ({toolkit.root})",
                 detail=f"{line} is built for {cuda_text}; loading it with CUDA {major} fails.",
                 evidence=[Evidence(source, f"cuDNN {version}"), Evidence(toolkit.source, toolkit.label())],
                 fix=recipe("cudnn_mismatch_or_missing", f, cudnn_version=version, cudnn_path=path,
-                           cudnn_line=line, cudnn_cuda=cuda_text, cuda_version=toolkit.version,
-                           cuda_root=toolkit.root, cuda_major=major))
+                           cudnn_line=line, cudnn_cuda=cuda_text, **values))
 
 
 @check("CDN001", "cudnn-cuda-pairing", "system cuDNN is built for its CUDA toolkit", needs=("cudnn",))
@@ -49,7 +56,7 @@ def cudnn_cuda_pairing(f: Facts):
             fits = cudnn_major_supports(major, toolkit.version) if major and toolkit and toolkit.version else None
             if fits is False:
                 findings.append(_mismatch(f, str(major), lib.path, "command:ldconfig_p", toolkit, f"cuDNN {major}",
-                                          f"other CUDA releases than {toolkit.major_minor()}"))
+                                          cudnn_major_cuda_text(major)))
             elif major:
                 fine.append(f"libcudnn.so.{major} ({lib.path})" + (f" with CUDA {toolkit.version}" if fits else ""))
     return findings or ok("; ".join(dict.fromkeys(fine)) or "no system cuDNN to check")
@@ -74,7 +81,8 @@ def cudnn_header_library(f: Facts):
                        "loads another major at run time.",
                 evidence=[Evidence(f"file:{h.path}", f"cuDNN {h.version}")]
                 + [Evidence("command:ldconfig_p", lib.line) for lib in info["libs"][:3]],
-                fix=recipe("cudnn_mismatch_or_missing", f, cudnn_version=h.version, cudnn_path=h.path))
+                fix=recipe("cudnn_mismatch_or_missing", f, cudnn_version=h.version, cudnn_path=h.path,
+                           **_toolkit_values(_paired_toolkit(f, h.path))))
 
 
 CHECKS = (cudnn_cuda_pairing, cudnn_header_library)

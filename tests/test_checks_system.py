@@ -184,6 +184,7 @@ def test_cudnn_known_only_by_soname_is_paired_by_major():
              listings={"/usr/local": ["cuda-13.0"]})
     f = one(cudnn.cudnn_cuda_pairing, s)
     assert f.status is Status.FAIL and f.fix.commands[0].startswith("# download cuDNN 9 'for CUDA 13.x'")
+    assert f.detail == "cuDNN 8 is built for CUDA 10.1 up to 12.x; loading it with CUDA 13 fails."
 
 
 # --- containers -------------------------------------------------------------------------

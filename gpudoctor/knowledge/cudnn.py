@@ -61,3 +61,13 @@ def cudnn_major_supports(major: int, cuda: str) -> Optional[bool]:
         return None
     mm = "%d.%d" % major_minor(parse_version(cuda, "CUDA version"))
     return any(Version(mm) in SpecifierSet(r["cuda_spec"]) for r in rows)
+
+
+def cudnn_major_cuda_text(major: int) -> Optional[str]:
+    """The CUDA range any cuDNN ``major`` release was built for, in words: 8 -> "CUDA 10.1 up to 12.x"."""
+    rows = [r for r in load("cudnn_cuda")["rows"] if _lower_major(r["cudnn_spec"]) == major]
+    if not rows:
+        return None
+    lows = [Version(s.version) for r in rows for s in SpecifierSet(r["cuda_spec"]) if s.operator == ">="]
+    highs = [Version(s.version).major - 1 for r in rows for s in SpecifierSet(r["cuda_spec"]) if s.operator == "<"]
+    return f"CUDA {min(lows)} up to {max(highs)}.x"
