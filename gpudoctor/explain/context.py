@@ -91,7 +91,7 @@ def read_machine(ctx: Context, facts) -> None:
         ctx.set_flag("container", f"snapshot: {container.get('kind') or 'container'}")
     if (_fact(facts, "wsl") or {}).get("inside"):
         ctx.set_flag("wsl", "snapshot: WSL")
-    if str(_fact(facts, "target_os") or "").lower() == "windows" or facts.snapshot.platform() == "Windows":
+    if str(_fact(facts, "target_os") or "").lower() == "windows" or _platform(facts) == "Windows":
         ctx.set_flag("windows", "snapshot: Windows")
     dev = facts.snapshot.listings.get("/dev")
     if dev is not None and not any(n.startswith("nvidia") for n in dev):
@@ -108,3 +108,9 @@ def read_machine(ctx: Context, facts) -> None:
         ctx.set_value("gpu_name", gpus[0].name, "snapshot")
         ctx.set_value("compute_cap", gpus[0].compute_cap, "snapshot")
     ctx.set_value("smi_cuda", _fact(facts, "cuda_driver_max"), "snapshot")
+
+
+def _platform(facts) -> str:
+    """The recorded OS ("Linux", "Windows"); ``Snapshot.platform`` is a property in current snapshots."""
+    value = getattr(facts.snapshot, "platform", "Linux")
+    return value() if callable(value) else str(value)

@@ -20,6 +20,7 @@ from gpudoctor.explain.values import convert, display, jsonable
 from gpudoctor.findings import Fix
 
 MAX_OCCURRENCES = 50
+CONFIRMED_BONUS = 10      # a diagnosis the machine's own checks also report
 # Derived values worth showing next to the message's own (the rest only feed the recipes).
 DERIVED_SHOWN = ("driver_cuda", "compute_cap", "arch_max", "driver_max_cuda", "xid_meaning", "xid_cause")
 
@@ -55,6 +56,7 @@ class Diagnosis:
     occurrences: List[Tuple[str, int]] = field(default_factory=list)
     analysis: Optional[Dict[str, Any]] = None
     via: str = "signature"                    # "signature", or "alternative" of another family
+    confirmed_by: Optional[Dict[str, str]] = None   # the check that found the same problem on the machine
 
     @property
     def confidence(self) -> str:
@@ -71,7 +73,8 @@ class Diagnosis:
                 "values": {k: jsonable(v) for k, v in self.values.items()},
                 "explanation": " ".join(self.explanation), "fix": fix, "also_matched": self.also_matched,
                 "occurrences": [{"input": s, "line": n} for s, n in self.occurrences],
-                **({"analysis": self.analysis} if self.analysis else {})}
+                **({"analysis": self.analysis} if self.analysis else {}),
+                **({"confirmed_by": self.confirmed_by} if self.confirmed_by else {})}
 
 
 @dataclass
@@ -119,6 +122,7 @@ class Diagnoser:
 
     def __init__(self, catalog, ctx, facts=None):
         self.catalog, self.ctx, self.facts = catalog, ctx, facts
+        self.findings = _machine_findings(facts)
 
     def run(self, hits: List[Hit]) -> Tuple[List[Diagnosis], List[Note]]:
         notes = [self._note(h) for h in hits if h.sig.kind in ("program_bug", "harmless")]
@@ -169,6 +173,11 @@ class Diagnoser:
         for family, group in by_family.items():
             group.sort(key=lambda p: (-p.score, p.hit.lines[0] if p.hit.lines else 0))
             diagnoses.append(self._diagnosis(family, group))
+        for d in diagnoses:
+            finding = self.findings.get(d.recipe or "")
+            if finding is not None:     # the machine shows the same problem: the checks' fix, ranked higher
+                d.fix, d.score = finding.fix, d.score + CONFIRMED_BONUS
+                d.confirmed_by = {"check": finding.check_id, "status": finding.status.value, "title": finding.title}
         diagnoses.sort(key=lambda d: (-d.score, d.lines[0] if d.lines else 0))
         return diagnoses
 
@@ -192,3 +201,19 @@ class Diagnoser:
         values, _ = self._values(hit)
         return Note(hit.sig.id, hit.sig.kind, hit.sig.title, hit.source, hit.lines, hit.excerpt,
                     fill_sentences(hit.sig.explanation, values))
+
+
+def _machine_findings(facts) -> Dict[str, Any]:
+    """Failing/warning findings of the checks on the snapshot, by recipe id (the shared knowledge-base id)."""
+    if facts is None:
+        return {}
+    from gpudoctor.findings import Status
+    from gpudoctor.report import build_report
+
+    out: Dict[str, Any] = {}
+    for f in build_report(facts.snapshot).findings:
+        if f.fix is not None and f.fix.kb_id and f.status in (Status.FAIL, Status.WARN):
+            known = out.get(f.fix.kb_id)
+            if known is None or f.status.rank > known.status.rank:
+                out[f.fix.kb_id] = f
+    return out

@@ -62,6 +62,9 @@ def _diagnosis(d, style: Style) -> List[str]:
         out += _wrap("values", " · ".join(f"{k} {display(v)}" for k, v in d.values.items()), style)
     if d.explanation:
         out += _wrap("why", " ".join(d.explanation), style)
+    if d.confirmed_by:
+        c = d.confirmed_by
+        out += _wrap("machine", f"confirmed by check {c['check']} ({c['status']}): {c['title']}", style)
     if d.fix is not None:
         out += _wrap("fix", d.fix.summary, style)
         for cmd in d.fix.commands:
