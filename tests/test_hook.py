@@ -13,6 +13,7 @@ from gpudoctor.cli import main
 from gpudoctor.exitcodes import HookExit
 from gpudoctor.hook import node, outcome, requirements
 from gpudoctor.hook.requirements import Requirements, State, evaluate
+from gpudoctor.runner import CommandResult
 from gpudoctor.snapshot import load
 from tests import hook_snapshots as hs
 from tests.conftest import run_gpudoctor
@@ -79,6 +80,27 @@ def test_hung_nvidia_smi_in_a_recording_is_a_problem(tmp_path, capsys):
 def test_driver_failures_are_problems(tmp_path, capsys, maker, reason):
     code, _, err = hook(capsys, "--snapshot", str(maker(tmp_path / "s")), "--gpus", "1")
     assert (code, err) == (1, f"gpudoctor: {reason}\n")
+
+
+def test_gpu_fallen_off_the_bus_is_named_from_the_exit_code_data(tmp_path, capsys):
+    lost = CommandResult(hs.ARGV, 15, "", "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n",
+                         0.4)
+    code, _, err = hook(capsys, "--snapshot", str(hs.save(tmp_path / "s", lost)))
+    assert code == 1
+    assert err == ("gpudoctor: a GPU has fallen off the bus or otherwise become inaccessible (nvidia-smi exit 15): "
+                   "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n")
+
+
+def test_corrupted_inforom_warning_keeps_the_gpus_judged(tmp_path):
+    # nvidia-smi exits 14 yet prints its whole table (a real recording with the trailing warning).
+    table = (hs.ROOT / "fixtures/nvidia-smi/text/"
+             "tesla-v100-sxm2-32gb-x8_driver-460.32.03_cuda-11.2_inforom-corrupted-warning.txt").read_text()
+    snap = hs.save(tmp_path / "s", CommandResult(("nvidia-smi",), 14, table, "", 0.5))
+    r = results(snap, gpus=8, min_driver="450")
+    assert r["driver"].state is State.OK
+    assert r["driver"].message == ("driver 460.32.03 answers, 8 GPU(s); nvidia-smi exit 14: "
+                                   "WARNING: infoROM is corrupted at gpu 0008:00:00.0")
+    assert (r["gpu_count"].state, r["min_driver"].state) == (State.OK, State.OK)
 
 
 def test_gpu_less_node_passes_when_no_gpu_is_required(tmp_path, capsys):
@@ -189,6 +211,10 @@ def test_unprobed_frameworks_leave_the_framework_requirement_unknown(tmp_path):
      "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)\n"),
     ("core-gpu-less", [], 1, "gpudoctor: nvidia-smi not found (no NVIDIA driver installed)\n"),
     ("core-gpu-less", ["--gpus", "0"], 0, ""),
+    ("sys-nvidia-smi-hang", [], 1, "gpudoctor: nvidia-smi did not answer within 10s\n"),
+    ("sys-retired-pages-pending", [], 1, "gpudoctor: GPU 0: retired pages pending (reset the GPU)\n"),
+    ("sys-driver-library-mismatch", [], 1,
+     "gpudoctor: NVIDIA driver/library version mismatch (reboot or reload the module)\n"),
 ])
 def test_core_scenarios(capsys, name, args, code, reason):
     path = SCENARIOS / name / "snapshot"

@@ -8,6 +8,7 @@ the one-line verdict lists failed requirements in this order.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, List, Optional, Tuple
@@ -67,12 +68,21 @@ def _secs(seconds: float) -> str:
 
 
 def _first_words(res) -> str:
-    """nvidia-smi's first line of prose (its XML, when it printed some, is not a reason)."""
-    for line in f"{res.stdout}\n{res.stderr}".splitlines():
-        line = line.strip()
-        if line and not line.startswith("<"):
-            return line
-    return ""
+    """nvidia-smi's most telling line: a warning or error if it printed one, else its first prose
+    line (its XML or table, when it printed some, is not a reason)."""
+    lines = [ln.strip() for ln in f"{res.stdout}\n{res.stderr}".splitlines() if ln.strip()]
+    prose = [ln for ln in lines if not ln.startswith(("<", "+", "|", "="))]
+    telling = [ln for ln in prose if re.search(r"warning|error|unable|failed", ln, re.I)]
+    return (telling or prose or [""])[0]
+
+
+def smi_exit(returncode):
+    """What nvidia-smi's exit code means (knowledge data), or None."""
+    try:
+        from gpudoctor.knowledge.smi_codes import smi_exit_code
+    except ImportError:
+        return None
+    return smi_exit_code(returncode)
 
 
 def driver(v: NodeView, r: Requirements) -> Result:
@@ -88,22 +98,33 @@ def driver(v: NodeView, r: Requirements) -> Result:
         return _bad("driver", f"nvidia-smi could not run ({res.error})")
     if res.timed_out:
         return _bad("driver", f"nvidia-smi did not answer within {_secs(res.duration_s)}")
-    text = f"{res.stdout}\n{res.stderr}".lower()
     if res.returncode != 0 or v.smi is None and not res.stdout.strip():
-        if "couldn't communicate" in text:
-            return _bad("driver", "NVIDIA driver not loaded (nvidia-smi cannot reach it)")
-        if "version mismatch" in text:
-            return _bad("driver", "NVIDIA driver/library version mismatch (reboot or reload the module)")
-        if "no devices were found" in text:
-            return _bad("driver", "NVIDIA driver loaded but it finds no GPU")
-        said = _first_words(res)
-        return _bad("driver", f"nvidia-smi failed (exit {res.returncode}){': ' + said[:80] if said else ''}")
+        return _failed(v, res)
     if v.smi is None:
         return _unknown("driver", f"nvidia-smi output unreadable: {v.smi_missing}")
     errors = getattr(v.smi, "errors", ())
     if errors:
         return _bad("driver", f"nvidia-smi: {errors[0][:100]}")
     return _ok("driver", f"driver {v.driver_version} answers, {len(v.gpus)} GPU(s)")
+
+
+def _failed(v: NodeView, res) -> Result:
+    text = f"{res.stdout}\n{res.stderr}".lower()
+    if "couldn't communicate" in text:
+        return _bad("driver", "NVIDIA driver not loaded (nvidia-smi cannot reach it)")
+    if "version mismatch" in text:
+        return _bad("driver", "NVIDIA driver/library version mismatch (reboot or reload the module)")
+    if "no devices were found" in text:
+        return _bad("driver", "NVIDIA driver loaded but it finds no GPU")
+    said = _first_words(res)
+    code = smi_exit(res.returncode)
+    if code is not None and code.output_usable and v.smi is not None and code.status != "fail":
+        return _ok("driver", f"driver {v.driver_version} answers, {len(v.gpus)} GPU(s); "
+                             f"nvidia-smi exit {res.returncode}: {said[:80] or code.meaning}")
+    if code is not None:
+        return _bad("driver", f"{code.meaning} (nvidia-smi exit {res.returncode})"
+                              + (f": {said[:80]}" if said else ""))
+    return _bad("driver", f"nvidia-smi failed (exit {res.returncode}){': ' + said[:80] if said else ''}")
 
 
 def gpu_count(v: NodeView, r: Requirements) -> Optional[Result]:
