@@ -112,6 +112,9 @@ def tf_cuda_libs(f: Facts):
     tf = f["tf_info"]
     if not tf.cuda_build or f.get("target_os") in ("windows", "darwin"):
         return skip(f"TensorFlow {tf.version} is not a Linux CUDA build (TF001)")
+    gpu = f.get("nvidia_gpu_present")
+    if gpu is not None and not gpu["present"]:
+        return ok(f"TensorFlow {tf.version} has CUDA, but this machine has no NVIDIA GPU: it runs on the CPU")
     log = f.get("tf_log")
     libs = f.get("cuda_libraries") or {"linker": {}, "wheels": {}, "linker_recorded": False}
     found, absent = [], []

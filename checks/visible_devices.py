@@ -60,6 +60,9 @@ def cuda_visible_devices(f: Facts):
         count = f" ({m.physical_count})" if m else ""
         return ok(f"CUDA_VISIBLE_DEVICES is not set: CUDA programs see every GPU{count}",
                   evidence=[Evidence(f"command:{smi_key(f)}", line) for line in mapping_lines(m)] if m else [])
+    gpu = f.get("nvidia_gpu_present")
+    if m is None and gpu is not None and not gpu["present"]:
+        return ok(f"CUDA_VISIBLE_DEVICES={spec.raw!r} is set, but there is no NVIDIA GPU to select")
     problems = m.problems if m else spec.problems
     ev = [Evidence(ENV, f"CUDA_VISIBLE_DEVICES={spec.raw!r}")]
     if m is not None:

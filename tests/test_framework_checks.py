@@ -307,3 +307,13 @@ def test_shared_gpu_hidden_by_cuda_visible_devices_does_not_count():
     s = snap(K80X4, env={"CUDA_VISIBLE_DEVICES": "2,3"}, frameworks={"tensorflow": tf_rec("2.4.0", "11.0", "8", gpus=2)})
     f = run(tf_memory.tf_shared_gpu_memory, s)   # the python processes sit on GPUs 0 and 1
     assert f.status is Status.OK
+
+
+def test_gpu_less_machine_with_a_cuda_tensorflow_and_cpu_only_visible_devices():
+    err = "W0000 00:00:1732190001.000001   77 gpu_device.cc:2344] Cannot dlopen some GPU libraries.\n"
+    s = snap(env={"CUDA_VISIBLE_DEVICES": "-1"}, listings={"/dev": []},
+             frameworks={"tensorflow": tf_rec("2.18.0", "12.5.1", "9", stderr=err)})
+    lib = run(tensorflow_build.tf_cuda_libs, s)
+    assert lib.status is Status.OK and "no NVIDIA GPU" in lib.title
+    cvd = run(visible_devices.cuda_visible_devices, s)
+    assert cvd.status is Status.OK and cvd.title == "CUDA_VISIBLE_DEVICES='-1' is set, but there is no NVIDIA GPU to select"
