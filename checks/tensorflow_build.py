@@ -12,7 +12,7 @@ from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.findings import Evidence, fail, ok, skip
 from gpudoctor.framework_fixes import knowledge_os, min_driver
-from gpudoctor.knowledge._load import load
+from gpudoctor.knowledge.framework_runtime import tf_build_versions, tf_last_native_windows_gpu, tf_libraries
 from gpudoctor.recipes import recipe
 
 EV = "framework:tensorflow"
@@ -43,7 +43,7 @@ def tf_install(f: Facts, tf) -> str:
 
 
 def _native_windows_without_gpu(f: Facts, tf) -> bool:
-    last = load("tf_builds")["windows"]["last_native_gpu"]
+    last = tf_last_native_windows_gpu()
     v = _v(tf.version)
     return f.get("target_os") == "windows" and v is not None and v > Version(f"{last}.99")
 
@@ -84,17 +84,7 @@ def tf_gpu_build(f: Facts):
 
 def needed_libraries(tf) -> List[Tuple[str, Optional[str]]]:
     """(soname, pip wheel) TensorFlow dlopen()s for its CUDA runtime and cuDNN."""
-    libs = load("tf_runtime")["libraries"]
-    cuda = _v(tf.cuda)
-    if cuda is None:
-        return []
-    row = libs.get(f"{cuda.major}.{cuda.minor}") or libs.get(str(cuda.major))
-    if row is None:
-        return []
-    out = [tuple(row["cudart"])]
-    if tf.cudnn:
-        out.append((f"libcudnn.so.{str(tf.cudnn).split('.')[0]}", row.get("cudnn_wheel")))
-    return out
+    return tf_libraries(tf.cuda, tf.cudnn)
 
 
 def _where(lib: str, wheel: Optional[str], libs: Dict) -> Optional[Evidence]:
@@ -207,12 +197,9 @@ def _tf_driver_fix(f: Facts, tf, need: str, driver: str, os: str):
 
 
 def _newest_tf_for_driver(driver: str, os: str):
-    best = None
-    for row in load("tf_builds")["builds"]:
-        need = min_driver(row["cuda"], os)
-        if need and Version(driver) >= Version(need) and (best is None or Version(row["version"]) > Version(best)):
-            best = row["version"]
-    return knowledge.tf_build(best) if best else None
+    fits = [v for v, cuda in tf_build_versions()
+            if min_driver(cuda, os) and Version(driver) >= Version(min_driver(cuda, os))]
+    return knowledge.tf_build(max(fits, key=Version)) if fits else None
 
 
 CHECKS = (tf_gpu_build, tf_cuda_libs, tf_cuda_versions)

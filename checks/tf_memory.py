@@ -8,7 +8,7 @@ from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, ok, skip, warn
-from gpudoctor.knowledge._load import load
+from gpudoctor.knowledge.framework_runtime import tf_env_rule
 from gpudoctor.recipes import recipe
 
 GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
@@ -16,7 +16,7 @@ ALLOCATOR = "TF_GPU_ALLOCATOR"
 
 
 def _rule(name: str) -> dict:
-    return load("tf_runtime")["env"][name]
+    return tf_env_rule(name)
 
 
 def _growth_on(f: Facts) -> bool:

@@ -14,7 +14,7 @@ from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip
 from gpudoctor.framework_fixes import knowledge_os, min_driver, torch_fit
-from gpudoctor.knowledge._load import load
+from gpudoctor.knowledge.framework_runtime import init_error_cause
 from gpudoctor.recipes import recipe
 
 EV = "framework:torch"
@@ -155,14 +155,6 @@ def first_sentence(message: str, limit: int = 160) -> str:
     return cut if len(cut) <= limit else cut[:limit - 3] + "..."
 
 
-def diagnose_init_error(message: str) -> Optional[dict]:
-    """The row of cuda_init_errors.json whose pattern matches the framework's exception text."""
-    for row in load("cuda_init_errors")["errors"]:
-        if re.search(row["pattern"], message, re.I):
-            return row
-    return None
-
-
 @check("TRC004", "torch-cuda-available", "torch.cuda.is_available()", needs=("torch_build",))
 def torch_cuda_available(f: Facts):
     """When torch has CUDA but is_available() is False, show torch's own exception and its likely cause."""
@@ -181,7 +173,7 @@ def torch_cuda_available(f: Facts):
     if f.has("smi_result") and not f.has("smi"):
         return skip("the NVIDIA driver does not answer, which explains it (DRV001)")
     err = tb.init_error or {"type": "?", "message": "is_available() returned False without an exception"}
-    row = diagnose_init_error(err["message"])
+    row = init_error_cause(err["message"])
     cause = row["cause"] if row else "torch's message matches no cause gpudoctor knows"
     ev = [Evidence(EV, f"torch.cuda.init(): {err['type']}: {err['message']}"), Evidence(EV, _build_line(tb))]
     if f.env.get("LD_LIBRARY_PATH"):  # compat and stub libcuda copies come in this way

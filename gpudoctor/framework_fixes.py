@@ -71,9 +71,9 @@ def torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: Iterable
 
 
 def _releases() -> List[str]:
-    from gpudoctor.knowledge._load import load
+    from gpudoctor.knowledge.framework_runtime import torch_release_versions
 
-    return [r["version"] for r in load("torch_releases")["releases"]]
+    return torch_release_versions()
 
 
 def min_driver(cuda: Optional[str], os: str = "linux") -> Optional[str]:
