@@ -5,13 +5,11 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from packaging.version import Version
-
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import nvml_value, smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip, warn
-from gpudoctor.framework_fixes import knowledge_os, min_driver
+from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver
 from gpudoctor.recipes import recipe
 
 
@@ -53,9 +51,8 @@ def _ignored_reason(line: str) -> str:
 
 
 def _driver_too_old(f: Facts, cuda: Optional[str]) -> bool:
-    need = min_driver(cuda, knowledge_os(f.get("target_os")))
-    have = (f.get("driver_version") or {}).get("version")
-    return bool(need and have and Version(have) < Version(need))
+    return driver_older_than((f.get("driver_version") or {}).get("version"),
+                             min_driver(cuda, knowledge_os(f.get("target_os"))))
 
 
 def _torch_view(f: Facts):

@@ -11,7 +11,7 @@ from gpudoctor import knowledge
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.findings import Evidence, fail, ok, skip
-from gpudoctor.framework_fixes import knowledge_os, min_driver
+from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver
 from gpudoctor.knowledge.framework_runtime import tf_build_versions, tf_last_native_windows_gpu, tf_libraries
 from gpudoctor.recipes import recipe
 
@@ -150,7 +150,7 @@ def tf_cuda_versions(f: Facts):
     driver = f["driver_version"]["version"]
     need = min_driver(tf.cuda, os)
     ev = [Evidence(EV, f"tf.sysconfig.get_build_info(): cuda_version {tf.cuda}, cudnn_version {tf.cudnn}")]
-    if need and Version(driver) < Version(need):
+    if driver_older_than(driver, need):
         return fail(f"driver {driver} supports CUDA up to {f.get('cuda_driver_max') or '?'}; TensorFlow "
                     f"{tf.version} (CUDA {tf.cuda}) needs at least {need}", subject=f"tensorflow {tf.version}",
                     evidence=ev + [Evidence(f["driver_version"]["source"], f"driver {driver}")],
@@ -198,7 +198,7 @@ def _tf_driver_fix(f: Facts, tf, need: str, driver: str, os: str):
 
 def _newest_tf_for_driver(driver: str, os: str):
     fits = [v for v, cuda in tf_build_versions()
-            if min_driver(cuda, os) and Version(driver) >= Version(min_driver(cuda, os))]
+            if min_driver(cuda, os) and not driver_older_than(driver, min_driver(cuda, os))]
     return knowledge.tf_build(max(fits, key=Version)) if fits else None
 
 

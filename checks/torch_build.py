@@ -6,14 +6,14 @@ import re
 from collections import Counter
 from typing import Optional
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from gpudoctor import knowledge
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip
-from gpudoctor.framework_fixes import knowledge_os, min_driver, torch_fit
+from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver, torch_fit
 from gpudoctor.knowledge.framework_runtime import init_error_cause
 from gpudoctor.recipes import recipe
 
@@ -71,12 +71,16 @@ def torch_driver(f: Facts):
     if not tb.cuda:
         return skip(f"torch {tb.version} has no CUDA, so it needs no NVIDIA driver")
     os = knowledge_os(f.get("target_os"))
-    need = knowledge.min_driver_for_cuda(tb.cuda, os)
-    if need is None:
-        return skip(f"gpudoctor does not know which driver CUDA {tb.cuda} needs")
     driver = f["driver_version"]
     have = driver["version"]
-    supports = f.get("cuda_driver_max") or knowledge.max_cuda_for_driver(have, os) or "?"
+    try:
+        need = knowledge.min_driver_for_cuda(tb.cuda, os)
+        supports = f.get("cuda_driver_max") or knowledge.max_cuda_for_driver(have, os) or "?"
+        Version(have)
+    except (ValueError, InvalidVersion):
+        return skip(f"driver {have!r} or CUDA {tb.cuda!r} is not a version gpudoctor can compare")
+    if need is None:
+        return skip(f"gpudoctor does not know which driver CUDA {tb.cuda} needs")
     ev = [Evidence(driver["source"], f"driver {have}, supports CUDA up to {supports}"),
           Evidence(EV, _build_line(tb))]
     if Version(have) >= Version(need.min_driver):
@@ -203,8 +207,7 @@ def _fails_there(f: Facts, tb, check_id: str) -> bool:
     """Does the check this cause points to report it (so its fix need not be repeated here)?"""
     if check_id == "TRC002":
         need = min_driver(tb.cuda, knowledge_os(f.get("target_os")))
-        have = (f.get("driver_version") or {}).get("version")
-        return bool(need and have and Version(have) < Version(need))
+        return driver_older_than((f.get("driver_version") or {}).get("version"), need)
     if check_id == "CVD001":
         return f["visible_devices_spec"].is_set
     if check_id == "DRV001":

@@ -54,7 +54,13 @@ def torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: Iterable
     """A build that runs on this driver (None: any) and on every GPU: a variant of the installed
     release first (its default build if it fits), else the newest release that has one.
     None when no release in the table fits."""
-    ccs = list(ccs)
+    try:
+        return _torch_fit(torch_version, driver, list(ccs), os)
+    except ValueError:  # a version string the tables cannot compare ("N/A", a vendor build tag)
+        return None
+
+
+def _torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: List[str], os: str) -> Optional[TorchFit]:
     if torch_version:
         base = torch_version.split("+")[0]
         try:
@@ -74,6 +80,14 @@ def _releases() -> List[str]:
     from gpudoctor.knowledge.framework_runtime import torch_release_versions
 
     return torch_release_versions()
+
+
+def driver_older_than(driver: Optional[str], need: Optional[str]) -> bool:
+    """True when both are versions and ``driver`` < ``need`` (unknown or unparsable: False)."""
+    try:
+        return bool(driver and need) and Version(driver) < Version(need)
+    except InvalidVersion:
+        return False
 
 
 def min_driver(cuda: Optional[str], os: str = "linux") -> Optional[str]:

@@ -317,3 +317,11 @@ def test_gpu_less_machine_with_a_cuda_tensorflow_and_cpu_only_visible_devices():
     assert lib.status is Status.OK and "no NVIDIA GPU" in lib.title
     cvd = run(visible_devices.cuda_visible_devices, s)
     assert cvd.status is Status.OK and cvd.title == "CUDA_VISIBLE_DEVICES='-1' is set, but there is no NVIDIA GPU to select"
+
+
+def test_unparsable_driver_version_is_a_skip_not_a_crash():
+    nvml = {"driver_version": {"value": "N/A"}}
+    s = Snapshot(meta={"python": PY, "platform": {"system": "Linux"}}, nvml=nvml,
+                 frameworks={"torch": torch_rec("2.3.1+cu121", "12.1", SM50_90)})
+    f = run(torch_build.torch_driver, s)
+    assert f.status is Status.SKIP and "'N/A'" in f.title
