@@ -64,7 +64,8 @@ def command(inputs, as_json, snapshot_path, here, contexts, python, timeout, col
     if as_json:
         click.echo(dumps(result), nl=False)
     else:
-        click.echo(render(result, Style.for_stream(sys.stdout, color)), nl=False)
+        style = Style.for_stream(sys.stdout, color)
+        click.echo(render(result, style), nl=False, color=style.colour)
     return ExitCode.OK if result.diagnoses else ExitCode.PROBLEM
 
 

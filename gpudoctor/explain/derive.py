@@ -37,8 +37,22 @@ def _cuda_values(values: Dict[str, Any]) -> None:
             values["driver_max_cuda"] = knowledge.max_cuda_for_driver(str(driver))
         except ValueError:
             pass
-    if values.get("driver_max_cuda") and not values.get("cuda_driver_max"):
-        values["cuda_driver_max"] = values["driver_max_cuda"]
+    if not values.get("cuda_driver_max"):
+        values["cuda_driver_max"] = values.get("driver_max_cuda") or values.get("driver_cuda")
+    needed = values.get("required_cuda") or _torch_cuda(values.get("torch_version"))
+    if needed and not values.get("min_driver"):
+        try:
+            req = knowledge.min_driver_for_cuda(str(needed))
+        except ValueError:
+            req = None
+        if req is not None:
+            values["min_driver"] = req.min_driver
+
+
+def _torch_cuda(torch_version: Any) -> Optional[str]:
+    """"2.3.1+cu121" -> "12.1" (the CUDA a torch wheel was built with)."""
+    m = re.search(r"\+cu(\d+)(\d)$", str(torch_version or ""))
+    return f"{int(m.group(1))}.{m.group(2)}" if m else None
 
 
 def _arch_values(values: Dict[str, Any]) -> None:

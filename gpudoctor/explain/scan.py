@@ -75,6 +75,7 @@ class Scanner:
         self.line_no = 1      # number of the line that starts (or continues) at buf[0]
         self.total = 0
         self.long_line: Optional[int] = None
+        self._last = b""
 
     def scan(self, stream: BinaryIO) -> ScanResult:
         while True:
@@ -86,6 +87,7 @@ class Scanner:
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        self._last = chunk[-1:]
         if len(self.head) < HEAD_BYTES:
             self.head += chunk[:HEAD_BYTES - len(self.head)]
         self.buf = self.buf + chunk if self.buf else chunk
@@ -104,7 +106,7 @@ class Scanner:
     def finish(self) -> ScanResult:
         if self.buf:
             self._advance(len(self.buf))
-        lines = self.line_no - 1 + (1 if self.total else 0)
+        lines = self.line_no - 1 + (1 if self.total and self._last != b"\n" else 0)
         return ScanResult(self.hits, bytes(self.head), self.total, lines, self.long_line)
 
     def _advance(self, split: int) -> None:

@@ -1,0 +1,73 @@
+"""Real error messages from public issue threads (/work/shared/errors-dev/cases.jsonl): the primary
+family comes first, and text whose cause is the program itself gets no environment diagnosis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpudoctor.explain import explain_text
+
+CASES_FILE = Path("/work/shared/errors-dev/cases.jsonl")
+CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()] if CASES_FILE.exists() else []
+
+
+def context_flags(environment: dict) -> list:
+    """What the reporter said about where it ran, as `--context` flags (never the answer itself)."""
+    flags = []
+    text = json.dumps(environment).lower()
+    if environment.get("container"):
+        flags.append("container")
+    if "wsl" in text:
+        flags.append("wsl")
+    if "windows" in str(environment.get("os", "")).lower():
+        flags.append("windows")
+    return flags
+
+
+def test_the_case_file_is_there():
+    assert len(CASES) == 52
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_primary_family_comes_first(case):
+    result = explain_text(case["error_text"], flags=context_flags(case.get("environment") or {}))
+    families = [d.family for d in result.diagnoses]
+    primary = case["categories"][0]
+    if primary == "not_env_problem":
+        assert families == [], f"diagnosed {families} for a program bug / harmless warning"
+        assert result.notes or "oom" not in case["categories"], "the reason should be said"
+        assert result.exit_code == 1
+    else:
+        assert families, "nothing diagnosed"
+        assert families[0] == primary, f"got {families}"
+        assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if len(c["categories"]) > 1 and c["categories"][0] != "not_env_problem"],
+                         ids=lambda c: c["id"])
+def test_secondary_family_is_listed_when_the_text_shows_it(case):
+    result = explain_text(case["error_text"], flags=context_flags(case.get("environment") or {}))
+    families = [d.family for d in result.diagnoses]
+    if case["id"] == "arch_unsupported-direct3ds2-32-two-problems":
+        pytest.skip("the second problem (extensions) is only in the thread, not in the error text")
+    assert set(case["categories"][1:]) & set(families), f"{case['categories']} vs {families}"
+
+
+def test_container_cases_without_context_still_name_the_message_family():
+    by_id = {c["id"]: c for c in CASES}
+    result = explain_text(by_id["container-nvidiadocker-400-insufficient-masquerade"]["error_text"])
+    assert [d.family for d in result.diagnoses] == ["driver_too_old"]
+    result = explain_text(by_id["container-nvidiadocker-400-insufficient-masquerade"]["error_text"], flags=["container"])
+    assert [d.family for d in result.diagnoses] == ["no_device_in_container", "driver_too_old"]
+
+
+def test_absurd_allocation_is_called_a_program_bug():
+    case = next(c for c in CASES if c["id"] == "neg-stylegaussian-11-absurd-alloc")
+    result = explain_text(case["error_text"])
+    assert result.diagnoses == []
+    assert [n.kind for n in result.notes] == ["program_bug"]
+    assert "130674.91 GiB" in result.notes[0].explanation[0] and "79.15 GiB" in result.notes[0].explanation[0]
+    assert "bug in the program" in result.notes[0].explanation[0]
