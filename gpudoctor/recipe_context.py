@@ -26,6 +26,7 @@ def machine_context(f) -> Dict[str, Any]:
     ctx["userspace_driver_version"] = userspace["version"] if userspace else ctx["driver_version"]
     ctx["driver_branch"] = (ctx["driver_version"] or ctx["kernel_module_version"] or "").split(".")[0] or None
     ctx["cuda_driver_max"] = f.get("cuda_driver_max")
+    ctx.update(_cuda_toolkit_context(f))
     gpus = f.get("gpus") or []
     if gpus:
         ctx["gpu_name"] = gpus[0].name
@@ -44,3 +45,14 @@ def machine_context(f) -> Dict[str, Any]:
 
     ctx.update(framework_context(f))
     return ctx
+
+
+def _cuda_toolkit_context(f) -> Dict[str, Any]:
+    """The toolkit builds use here (CUDA_HOME, nvcc, /usr/local/cuda), else the driver's CUDA major."""
+    from gpudoctor.facts.cuda_paths import default_toolkit
+
+    toolkit = default_toolkit(f) if f.has("cuda_toolkits") else None
+    if toolkit is not None and toolkit.major_minor():
+        return {"cuda_root": toolkit.root, "cuda_major": toolkit.major_minor().split(".")[0]}
+    driver_max = f.get("cuda_driver_max")
+    return {"cuda_major": driver_max.split(".")[0]} if driver_max else {}

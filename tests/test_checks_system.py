@@ -183,7 +183,7 @@ def test_cudnn_known_only_by_soname_is_paired_by_major():
              commands={"ldconfig_p": ran(["ldconfig"], "1 libs\n\tlibcudnn.so.8 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.8\n")},
              listings={"/usr/local": ["cuda-13.0"]})
     f = one(cudnn.cudnn_cuda_pairing, s)
-    assert f.status is Status.FAIL and f.fix.commands[0].startswith("# download cuDNN 9 'for CUDA 13.x'")
+    assert f.status is Status.FAIL and f.fix.commands[1].startswith("# download cuDNN 9 'for CUDA 13.x'")
     assert f.detail == "cuDNN 8 is built for CUDA 10.1 up to 12.x; loading it with CUDA 13 fails."
 
 
