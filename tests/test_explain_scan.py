@@ -107,3 +107,24 @@ def test_invalid_utf8_in_a_matching_line_is_replaced_not_fatal():
     line = b"\xff\xfe garbage \xc3 CUDA error: no kernel image is available for execution on the device\n"
     hit = scan_chunks([line]).hits["no_kernel_image"]
     assert "\ufffd" in hit.excerpt and hit.lines == [1]
+
+
+def test_parallel_ranges_give_the_same_lines_as_one_pass(tmp_path):
+    from gpudoctor.explain import parallel
+    lines = [FILLER] * 40000
+    targets = [1, 9999, 10000, 10001, 13333, 26667, 39999, 40000]
+    for n in targets:
+        lines[n - 1] = ERROR
+    msg = (b"RuntimeError:\n    The detected CUDA version (12.2) mismatches the version that was used to compile\n"
+           b"    PyTorch (11.3). Please make sure to use the same CUDA versions.\n")
+    data = b"".join(lines[:20000]) + msg + b"".join(lines[20000:])
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    single = scan_chunks([data])
+    for workers in (2, 3, 7):
+        result = parallel.scan_parallel(str(path), len(data), workers, data[-1:])
+        assert result.lines == single.lines == len(lines) + 3
+        shifted = [n if n <= 20000 else n + 3 for n in targets]
+        assert result.hits["no_kernel_image"].lines == single.hits["no_kernel_image"].lines == shifted
+        assert result.hits["detected_cuda_version_mismatch"].lines == [20002]
+        assert result.hits["no_kernel_image"].count == len(targets)

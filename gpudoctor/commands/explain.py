@@ -21,11 +21,13 @@ CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
 @click.option("--context", "contexts", multiple=True, type=click.Choice(CONTEXTS),
               help="Where the error happened, when the text does not say: container, wsl, windows, tensorflow or "
                    "suspend (repeatable).")
+@click.option("--jobs", type=click.IntRange(1, 64), default=None,
+              help="Worker processes for a large log file (default: one per CPU, up to 8, for files over 64 MiB).")
 @python_option
 @click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
               help="Seconds --here may spend probing this machine.")
 @color_option
-def command(inputs, as_json, snapshot_path, here, contexts, python, timeout, color):
+def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeout, color):
     """Explain CUDA / driver / PyTorch / TensorFlow errors: what they mean and how to fix them.
 
     Give the error text, one or more log files (any size, .gz too), or - to read stdin.
@@ -56,7 +58,7 @@ def command(inputs, as_json, snapshot_path, here, contexts, python, timeout, col
     facts = _facts(snapshot_path, here, python, timeout)
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     try:
-        result = explain(sources, contexts, facts, stdin)
+        result = explain(sources, contexts, facts, stdin, jobs=jobs)
     except BadInput as exc:
         raise InputError(str(exc)) from None
     for warning in result.warnings:

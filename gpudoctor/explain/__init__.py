@@ -48,7 +48,7 @@ def _context_text(result) -> str:
 
 
 def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
-            catalog=None) -> Result:
+            catalog=None, jobs: Optional[int] = None) -> Result:
     """Scan every source and diagnose them together (one log split over several files is one story)."""
     catalog = catalog or _catalog.load()
     ctx = Context()
@@ -58,7 +58,7 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     hits: List[Hit] = []
     inputs, warnings = [], []
     for source in sources:
-        result = scan(source, catalog, stdin)
+        result = scan(source, catalog, stdin, jobs)
         read_text(ctx, _context_text(result), catalog)
         hits.extend(_hits(source, result, catalog))
         inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})

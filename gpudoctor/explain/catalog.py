@@ -78,16 +78,30 @@ class Catalog:
     flags: Tuple[str, ...]
     data: Mapping[str, object]               # extra tables (e.g. Xid meanings), by name
     _by_gate: Dict[bytes, Tuple[Signature, ...]] = field(default_factory=dict)
-    _cache: Dict[Tuple[bytes, ...], Tuple[Signature, ...]] = field(default_factory=dict)
+    _cache: Dict[Tuple[bytes, ...], Tuple["re.Pattern", Tuple[Signature, ...]]] = field(default_factory=dict)
 
     def __post_init__(self):
         self.by_id = {s.id: s for s in self.signatures}
         streamed = [s for s in self.signatures if s.kind in STREAMED]
+        self.tails: Dict[bytes, Optional["re.Pattern"]] = {}
+        owned: Dict[bytes, List[str]] = {g: [] for g in self.gates}
+        for anchor in {a for s in streamed for a in s.anchors}:
+            owner = next((g for g in self.gates if g.decode() in anchor), None)
+            if owner is not None:       # each anchor is found through one gate: the first listed it contains
+                owned[owner].append(anchor)
         for gate in self.gates:
-            g = gate.decode()
-            self._by_gate[gate] = tuple(s for s in streamed if any(g in a for a in s.anchors))
+            mine = set(owned[gate])
+            self._by_gate[gate] = tuple(s for s in streamed if mine.intersection(s.anchors))
+            self.tails[gate] = _tails(gate.decode(), sorted(mine))
 
     def for_gates(self, gates: Iterable[bytes]) -> Tuple[Signature, ...]:
+        return self.candidates(gates)[1]
+
+    def candidates(self, gates: Iterable[bytes]) -> Tuple["re.Pattern", Tuple[Signature, ...]]:
+        """For the gates found in a line: one regex matching any of their signatures' anchors, and those signatures.
+
+        The regex lets a line that holds a gate but no anchor (``cuda:0`` in a progress line) be dropped
+        with a single search instead of one substring test per signature."""
         key = tuple(gates)
         got = self._cache.get(key)
         if got is None:
@@ -95,11 +109,32 @@ class Catalog:
             for gate in key:
                 for sig in self._by_gate.get(gate, ()):
                     seen.setdefault(sig.id, sig)
-            got = self._cache[key] = tuple(seen.values())
+            anchors = sorted({a for sig in seen.values() for a in sig.anchors}, key=len, reverse=True)
+            any_anchor = re.compile("|".join(map(re.escape, anchors)) if anchors else "(?!)")
+            got = self._cache[key] = (any_anchor, tuple(seen.values()))
         return got
 
     def of_kind(self, *kinds: str) -> List[Signature]:
         return [s for s in self.signatures if s.kind in kinds]
+
+
+def _tails(gate: str, anchors: List[str]) -> Optional["re.Pattern"]:
+    """A bytes regex of what follows ``gate`` inside the anchors that contain it; None if one ends with it.
+
+    Matched at each gate occurrence, it drops ``cuda:0`` or ``NCCL INFO`` (no anchor continues like
+    that) before the line is even located, which keeps chatty logs cheap."""
+    tails = set()
+    for anchor in anchors:
+        start = anchor.find(gate)
+        while start != -1:
+            tail = anchor[start:]
+            if tail == gate:
+                return None
+            tails.add(tail)
+            start = anchor.find(gate, start + 1)
+    if not tails:
+        return None
+    return re.compile(b"|".join(re.escape(t.encode()) for t in sorted(tails, key=len, reverse=True)))
 
 
 def _files() -> List[Tuple[str, str]]:
@@ -153,12 +188,10 @@ def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
 
 def _gates(listed: Iterable[str], signatures: Iterable[Signature]) -> Tuple[bytes, ...]:
     gates = list(dict.fromkeys(listed))
-    for sig in signatures:
-        if sig.kind not in STREAMED:
-            continue
-        for anchor in sig.anchors:
-            if not any(g in anchor for g in gates):
-                gates.append(anchor)          # uncovered: searched on its own
+    anchors = {a for sig in signatures if sig.kind in STREAMED for a in sig.anchors}
+    for anchor in sorted(anchors, key=lambda a: (len(a), a)):    # shortest first: it may cover longer ones
+        if not any(g in anchor for g in gates):
+            gates.append(anchor)              # uncovered: searched on its own
     return tuple(g.encode() for g in gates)
 
 

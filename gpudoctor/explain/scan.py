@@ -76,6 +76,9 @@ class Scanner:
         self.total = 0
         self.long_line: Optional[int] = None
         self._last = b""
+        self.base = 0              # offset of buf[0] in the stream
+        self.stop: Optional[int] = None   # no line starting at or after this offset is matched
+        self.newlines = 0          # newlines before ``stop`` (all of them when there is no stop)
 
     def scan(self, stream: BinaryIO) -> ScanResult:
         while True:
@@ -111,8 +114,13 @@ class Scanner:
 
     def _advance(self, split: int) -> None:
         buf = self.buf
-        self._process(buf, split)
-        self.line_no += buf.count(b"\n", 0, split)
+        limit = split if self.stop is None else max(0, min(split, self.stop - self.base))
+        if limit:
+            self._process(buf, limit)
+        counted = buf.count(b"\n", 0, split)
+        self.newlines += counted if limit == split else buf.count(b"\n", 0, limit)
+        self.line_no += counted
+        self.base += split
         self.buf = buf[split:]
 
     # -- candidate regions ------------------------------------------------------------
@@ -120,10 +128,15 @@ class Scanner:
         """Byte regions (start, first-line end, gates) around every gate hit before ``split``."""
         regions: Dict[int, Tuple[int, int, List[bytes]]] = {}
         n = len(buf)
+        tails = self.catalog.tails
         for gate in self.gates:
-            end = min(n, split + len(gate) - 1)
+            glen, tail = len(gate), tails.get(gate)
+            end = min(n, split + glen - 1)
             pos = buf.find(gate, 0, end)
             while pos != -1:
+                if tail is not None and tail.match(buf, pos) is None:
+                    pos = buf.find(gate, pos + glen, end)      # e.g. "cuda:0": no anchor continues so
+                    continue
                 start = buf.rfind(b"\n", 0, pos) + 1
                 stop = buf.find(b"\n", pos)
                 stop = n if stop == -1 else stop + 1
@@ -152,8 +165,11 @@ class Scanner:
 
     def _match(self, buf: bytes, start: int, stop: int, gates: List[bytes], line_no: int) -> None:
         first = buf[start:stop].decode("utf-8", "replace")
+        any_anchor, sigs = self.catalog.candidates(gates)
+        if any_anchor.search(first) is None:
+            return
         window_text = None
-        for sig in self.catalog.for_gates(gates):
+        for sig in sigs:
             if not any(a in first for a in sig.anchors):
                 continue
             text = first

@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, List, Optional, Sequence
 
+from gpudoctor.explain import parallel
 from gpudoctor.explain.scan import CHUNK, ScanResult, Scanner
 
 _PATHLIKE = re.compile(r"^\S+$")
@@ -130,9 +131,22 @@ def _check_text(first: bytes, source: Source) -> None:
                                 "undecodable bytes were read as replacement characters")
 
 
-def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None) -> ScanResult:
-    """Scan one source with the catalog; raises BadInput for input that is not a text log."""
+def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None, jobs: Optional[int] = None) -> ScanResult:
+    """Scan one source with the catalog; raises BadInput for input that is not a text log.
+
+    A large plain file is split between worker processes (``parallel``); ``jobs=1`` keeps one."""
     stream = _open(source, stdin)
+    if source.kind == "file" and not isinstance(stream, (gzip.GzipFile, _Recoded)):
+        size = os.path.getsize(source.name)
+        workers = parallel.worker_count(size, jobs)
+        if workers > 1:
+            try:
+                _check_text(stream.peek(CHUNK)[:CHUNK], source)
+                stream.seek(-1, os.SEEK_END)
+                last = stream.read(1)
+            finally:
+                stream.close()
+            return _checked(source, parallel.scan_parallel(source.name, size, workers, last))
     scanner = Scanner(catalog)
     try:
         first = True
@@ -151,7 +165,10 @@ def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None) -> ScanResul
     finally:
         if source.kind == "file":
             stream.close()
-    result = scanner.finish()
+    return _checked(source, scanner.finish())
+
+
+def _checked(source: Source, result: ScanResult) -> ScanResult:
     if result.bytes_read == 0:
         raise BadInput(f"{source.name} is empty: nothing to explain" if source.kind == "file"
                        else "no input: nothing to explain")
