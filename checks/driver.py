@@ -6,7 +6,7 @@ import re
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure, smi_key
+from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.recipes import recipe
@@ -31,10 +31,7 @@ def driver_answers(f: Facts):
     """nvidia-smi (and NVML) must answer; a hang, a crash or 'couldn't communicate' is a failure."""
     res = f["smi_result"]
     if f.has("smi") and f["smi"].gpus:
-        report = f["smi"]
-        return ok(f"driver {report.driver_version} answers, {len(report.gpus)} GPU(s) visible",
-                  evidence=[Evidence(f"command:{smi_key(f)}", f"driver {report.driver_version}, "
-                                     f"CUDA {report.cuda_version or 'unknown'}")])
+        return _answers(f)
     signs = _gpu_evidence(f)
     cmd_ev = Evidence(f"command:{recorded_smi_key(f)}", smi_failure(res) if not res.ok else (f.why_missing("smi") or ""))
     if res.timed_out:
@@ -55,10 +52,6 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
     """nvidia-smi ran and failed: its words first, then its exit code (NVML's return code)."""
     text = (res.stdout + res.stderr).lower()
     code = smi_exit_code(res.returncode)
-    if code and code.output_usable:
-        answered = _answered_anyway(f, res, cmd_ev, code)
-        if answered:
-            return answered
     if "version mismatch" in text or (code and code.code == 18):
         return fail("the NVIDIA kernel module and user-space driver have different versions",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_library_mismatch", f))
@@ -117,20 +110,18 @@ def _not_loaded(f: Facts):
             recipe("driver_not_loaded", f))
 
 
-def _answered_anyway(f: Facts, res, cmd_ev: Evidence, code):
-    """infoROM corruption (exit 14) still prints the full report: the driver answers, with a warning."""
-    from gpudoctor import smi as smi_parser
-
-    try:
-        report = smi_parser.parse(res.stdout)
-    except smi_parser.SmiParseError:
-        return None
-    if not report.gpus:
-        return None
-    # The driver does answer; the warning itself is judged by the check that owns it (DRV004).
-    return ok(f"driver {report.driver_version} answers, {len(report.gpus)} GPU(s) visible "
-              f"(nvidia-smi exited {code.code}: {code.meaning})",
-              evidence=[cmd_ev] + [Evidence(cmd_ev.source, w) for w in report.warnings[:3]])
+def _answers(f: Facts):
+    """The driver answers. A report printed with a non-zero exit (14: infoROM corrupted) is still an
+    answer; the warning itself is judged by the check that owns it (DRV004)."""
+    key, report = f["smi_parsed"]
+    used = f.snapshot.command(key)
+    note = ""
+    if used.returncode:
+        code = smi_exit_code(used.returncode)
+        note = f" (nvidia-smi exited {used.returncode}" + (f": {code.meaning})" if code else ")")
+    evidence = [Evidence(f"command:{key}", f"driver {report.driver_version}, CUDA {report.cuda_version or 'unknown'}")]
+    evidence += [Evidence(f"command:{key}", w) for w in report.warnings[:3]]
+    return ok(f"driver {report.driver_version} answers, {len(report.gpus)} GPU(s) visible{note}", evidence=evidence)
 
 
 CHECKS = (driver_answers,)

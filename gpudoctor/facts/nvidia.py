@@ -32,11 +32,9 @@ def recorded_smi_key(f: Facts) -> Optional[str]:
 
 
 def smi_key(f: Facts) -> str:
-    """The key of the nvidia-smi output the facts were parsed from (the first that ran)."""
-    return next((k for k in SMI_KEYS if (f.snapshot.command(k) or _FAILED).ok), SMI_KEYS[0])
-
-
-_FAILED = CommandResult(("nvidia-smi",), error="not recorded")
+    """The key of the nvidia-smi output the facts were parsed from."""
+    parsed = f.get("smi_parsed")
+    return parsed[0] if parsed else (recorded_smi_key(f) or SMI_KEYS[0])
 
 
 @fact("smi_result")
@@ -51,6 +49,12 @@ def smi_result(f: Facts) -> CommandResult:
 @fact("smi")
 def smi(f: Facts):
     """nvidia-smi's report (SmiReport), parsed from the best output that ran."""
+    return f["smi_parsed"][1]
+
+
+@fact("smi_parsed")
+def smi_parsed(f: Facts):
+    """(command key, SmiReport): which nvidia-smi output the report was read from."""
     from gpudoctor import smi as smi_parser
 
     reasons = []
@@ -58,17 +62,18 @@ def smi(f: Facts):
         res = f.snapshot.command(key)
         if res is None:
             continue
-        if not res.ok:
+        if not res.ran or res.timed_out:
             reasons.append(smi_failure(res))
             continue
         try:
             report = smi_parser.parse(res.stdout)
         except smi_parser.SmiParseError as exc:
-            reasons.append(f"`{' '.join(res.argv)}` output unreadable: {exc}")
+            reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` output unreadable: {exc}")
             continue
-        if report.gpus or not report.errors:
-            return report
-        reasons.append(f"`{' '.join(res.argv)}`: {report.errors[0]}")
+        # A non-zero exit with a full report (exit 14: "infoROM is corrupted") still describes the GPUs.
+        if report.gpus or (res.ok and not report.errors):
+            return key, report
+        reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}`: {report.errors[0]}")
     raise Missing(reasons[0] if reasons else "nvidia-smi was not recorded in this snapshot")
 
 
