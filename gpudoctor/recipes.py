@@ -9,6 +9,10 @@ Recipe file fields: ``id``, ``family``, ``title``, ``explanation``, ``summary``
 ``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``), ``needs_root``,
 ``needs_reboot``, ``links`` (sources). Templates use ``{name}`` placeholders filled from
 the context below; a placeholder with no value is shown as ``<name>`` for the user to fill.
+An optional ``generic`` object holds a ``summary`` (a string, or a list from most to least
+specific) and/or ``commands`` written with fewer machine values: the first text whose
+placeholders are all known replaces tailored text that would have unfilled ones
+(``gpudoctor explain`` on a message alone, with no snapshot).
 """
 
 from __future__ import annotations
@@ -56,6 +60,19 @@ def fill(template: str, ctx: Mapping[str, Any]) -> str:
     return string.Formatter().vformat(template, (), values)
 
 
+def unfilled(template: str, ctx: Mapping[str, Any]) -> set:
+    """Placeholders in ``template`` that ``ctx`` has no value for."""
+    names = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    return {n for n in names if ctx.get(n) is None}
+
+
+def _pick(commands, ctx: Mapping[str, Any]) -> list:
+    if isinstance(commands, dict):
+        family = ctx.get("platform_family") or "default"
+        return list(commands.get(family) or commands.get("default") or [])
+    return list(commands or [])
+
+
 def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
     if not os_release:
         return "default"
@@ -82,6 +99,7 @@ def context(facts=None, values: Optional[Mapping[str, Any]] = None) -> Dict[str,
         ctx.update(machine_context(facts))
     if values:
         ctx.update({k: v for k, v in values.items() if v is not None})
+    ctx.setdefault("python", "python")
     return ctx
 
 
@@ -89,12 +107,16 @@ def recipe(recipe_id: str, facts=None, **values: Any) -> Fix:
     """The :class:`Fix` for ``recipe_id``, tailored with ``facts`` and explicit ``values``."""
     data = get(recipe_id)
     ctx = context(facts, values)
-    commands = data.get("commands") or []
-    if isinstance(commands, dict):
-        family = ctx.get("platform_family") or "default"
-        commands = commands.get(family) or commands.get("default") or []
+    generic = data.get("generic") or {}
+    summary = data.get("summary") or data.get("title", recipe_id)
+    fallbacks = generic.get("summary") or []
+    candidates = [summary] + ([fallbacks] if isinstance(fallbacks, str) else list(fallbacks))
+    summary = next((c for c in candidates if not unfilled(c, ctx)), candidates[-1])
+    commands = _pick(data.get("commands"), ctx)
+    if generic.get("commands") is not None and any(unfilled(c, ctx) for c in commands):
+        commands = _pick(generic["commands"], ctx)
     return Fix(
-        summary=fill(data.get("summary") or data.get("title", recipe_id), ctx),
+        summary=fill(summary, ctx),
         commands=tuple(fill(c, ctx) for c in commands),
         needs_root=bool(data.get("needs_root")),
         needs_reboot=bool(data.get("needs_reboot")),
