@@ -11,7 +11,7 @@ from gpudoctor.knowledge import gpu_info
 from gpudoctor.knowledge._load import load
 from gpudoctor.knowledge.gpus import _tokens
 
-SMI = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real" / "nvidia-smi"
+SMI = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"  # the project's copy of the recordings
 # Names that cannot identify a product: a driver older than the GPU, and a name the table cut off too early.
 UNKNOWABLE = {"Graphics Device", "NVIDIA GeForce ..."}
 
@@ -112,7 +112,7 @@ def _sources_md_names():
     return names
 
 
-@pytest.mark.skipif(not SMI.is_dir(), reason="shared/fixtures-real not checked out beside the project")
+@pytest.mark.skipif(not SMI.is_dir(), reason="fixtures/nvidia-smi missing")
 def test_every_gpu_in_the_real_recordings_table_maps_to_a_cc():
     names = _sources_md_names()
     assert len(set(names)) >= 30
@@ -123,7 +123,7 @@ def test_every_gpu_in_the_real_recordings_table_maps_to_a_cc():
             assert gpu_info(name) is not None, f"{name!r} from SOURCES.md has no CC"
 
 
-@pytest.mark.skipif(not SMI.is_dir(), reason="shared/fixtures-real not checked out beside the project")
+@pytest.mark.skipif(not SMI.is_dir(), reason="fixtures/nvidia-smi missing")
 def test_every_product_name_printed_in_the_recordings_maps_to_a_cc():
     pattern = re.compile(r"<product_name>([^<]+)</product_name>|^\s*Product Name\s*:\s*(.+?)\s*$|"
                          r"^GPU \d+: (.+?) \(UUID", re.M)
