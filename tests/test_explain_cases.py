@@ -1,4 +1,4 @@
-"""Real error messages from public issue threads (/work/shared/errors-dev/cases.jsonl): the primary
+"""Real error messages from public issue threads (fixtures/errors-dev/cases.jsonl): the primary
 family comes first, and text whose cause is the program itself gets no environment diagnosis."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 
 from gpudoctor.explain import explain_text
 
-CASES_FILE = Path("/work/shared/errors-dev/cases.jsonl")
+# A copy of ../shared/errors-dev/cases.jsonl: real messages from public issue threads (see its README).
+CASES_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "errors-dev" / "cases.jsonl"
 CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()] if CASES_FILE.exists() else []
 
 

@@ -12,7 +12,7 @@ from gpudoctor import recipes
 from gpudoctor.knowledge import framework_runtime as fr
 
 DATA = Path(fr.__file__).parent / "data"
-CASES = Path("/work/shared/errors-dev/cases.jsonl")
+CASES = Path(__file__).resolve().parent.parent / "fixtures" / "errors-dev" / "cases.jsonl"
 
 
 def test_every_init_error_row_is_usable():
