@@ -51,6 +51,23 @@ def fact(name: str):
     return register
 
 
+def command_result(f: "Facts", key: str, require_ok: bool = True):
+    """The recorded run of command ``key``, or Missing saying why it cannot be used.
+
+    ``require_ok=False`` accepts a non-zero exit (its output may still say something,
+    like modinfo's "Module nvidia not found"); a command that did not run or timed out
+    never counts.
+    """
+    from gpudoctor.probes.commands import COMMANDS
+
+    res = f.snapshot.command(key)
+    if res is None:
+        raise Missing(f"{' '.join(COMMANDS.get(key, (key,)))} was not recorded")
+    if not res.ran or res.timed_out or (require_ok and not res.ok):
+        raise Missing(res.describe())
+    return res
+
+
 def _load_providers() -> None:
     for mod in PROVIDER_MODULES:
         importlib.import_module(mod)

@@ -7,17 +7,13 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, command_result, fact
 
 
 @fact("nvcc")
 def nvcc(f: Facts) -> Dict[str, str]:
     """The nvcc on PATH and its CUDA release (nvcc --version)."""
-    res = f.snapshot.command("nvcc_version")
-    if res is None:
-        raise Missing("nvcc --version was not recorded")
-    if not res.ok:
-        raise Missing(res.describe())
+    res = command_result(f, "nvcc_version")
     m = re.search(r"release (\d+\.\d+), V([\d.]+)", res.stdout)
     if not m:
         raise Missing("nvcc --version printed no release number")

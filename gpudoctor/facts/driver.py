@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, command_result, fact
 from gpudoctor.facts.nvidia import first_line
 
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
@@ -39,11 +39,7 @@ def secure_boot(f: Facts) -> Dict:
 @fact("nvidia_module_file")
 def nvidia_module_file(f: Facts) -> Dict:
     """The nvidia module built for the running kernel (`modinfo nvidia`): version, signer, or not found."""
-    res = f.snapshot.command("modinfo_nvidia")
-    if res is None:
-        raise Missing("modinfo nvidia was not recorded")
-    if not res.ran or res.timed_out:
-        raise Missing(res.describe())
+    res = command_result(f, "modinfo_nvidia", require_ok=False)
     text = f"{res.stdout}\n{res.stderr}"
     if "not found" in text.lower() and not res.ok:
         # "modinfo: ERROR: Module nvidia not found." - nothing built for this kernel

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import List
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, command_result, fact
 
 # "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so.1"
 # "\tlibfoo.so (libc6,x86-64, OS ABI: Linux 3.2.0) => /lib/x86_64-linux-gnu/libfoo.so"
@@ -32,12 +32,7 @@ def parse_ldconfig(text: str) -> List[CachedLib]:
 @fact("ldconfig")
 def ldconfig(f: Facts) -> List[CachedLib]:
     """The dynamic loader's cache (`ldconfig -p`): which libcuda, libcudnn, libcudart it finds."""
-    res = f.snapshot.command("ldconfig_p")
-    if res is None:
-        raise Missing("ldconfig -p was not recorded")
-    if not res.ok:
-        raise Missing(res.describe())
-    return parse_ldconfig(res.stdout)
+    return parse_ldconfig(command_result(f, "ldconfig_p").stdout)
 
 
 def libs_named(libs: List[CachedLib], prefix: str) -> List[CachedLib]:

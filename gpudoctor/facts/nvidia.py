@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, command_result, fact
 from gpudoctor.runner import CommandResult
 
 # nvidia-smi outputs in order of preference; the XML is the most complete.
@@ -121,11 +121,7 @@ class PciDevice:
 @fact("pci_gpus")
 def pci_gpus(f: Facts) -> List[PciDevice]:
     """NVIDIA display controllers on the PCI bus (lspci -nnk -d 10de:), with the driver bound."""
-    res = f.snapshot.command("lspci")
-    if res is None:
-        raise Missing("lspci was not recorded in this snapshot")
-    if not res.ok:
-        raise Missing(res.describe())
+    res = command_result(f, "lspci")
     devices: List[PciDevice] = []
     current = None
     for line in res.stdout.splitlines():

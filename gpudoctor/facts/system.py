@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Set
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, command_result, fact
 
 
 @fact("env")
@@ -81,7 +81,4 @@ def wsl(f: Facts) -> Dict:
 @fact("kernel_release")
 def kernel_release(f: Facts) -> str:
     """The running kernel (uname -r)."""
-    res = f.snapshot.command("uname_r")
-    if res is None or not res.ok:
-        raise Missing("uname -r was not recorded" if res is None else res.describe())
-    return res.stdout.strip()
+    return command_result(f, "uname_r").stdout.strip()
