@@ -8,21 +8,12 @@ from gpudoctor.engine import run_one
 from gpudoctor.facts import Facts
 from gpudoctor.findings import Status
 from gpudoctor.runner import CommandResult
-from gpudoctor.snapshot import FileRecord, Snapshot
 from gpudoctor_checks import containers, cuda_toolkit, cudnn, driver, kernel_module, nouveau, wsl
+from tests.builders import ran, snap
 
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Sat Aug 19 01:15:15 UTC 2023\n"
 
 
-def snap(files=None, commands=None, env=None, listings=None, links=None) -> Snapshot:
-    s = Snapshot(env=env or {}, listings=listings or {}, links=links or {})
-    s.files = {p: FileRecord(p, content=c) for p, c in (files or {}).items()}
-    s.commands = commands or {}
-    return s
-
-
-def ran(argv, stdout="", rc=0, stderr=""):
-    return CommandResult(tuple(argv), rc, stdout, stderr, 0.05)
 
 
 def one(chk, s):

@@ -13,18 +13,9 @@ from gpudoctor.facts.modprobe import (cmdline_params, effective_files, masked_fi
                                       parse_modprobe_conf)
 from gpudoctor.recipes import distro_family
 from gpudoctor.runner import CommandResult
-from gpudoctor.snapshot import FileRecord, Snapshot
+from tests.builders import ran, snap
 
 
-def snap(files=None, commands=None, env=None, listings=None, links=None) -> Snapshot:
-    s = Snapshot(env=env or {}, listings=listings or {}, links=links or {})
-    s.files = {p: FileRecord(p, content=c) for p, c in (files or {}).items()}
-    s.commands = commands or {}
-    return s
-
-
-def ran(argv, stdout="", rc=0, stderr=""):
-    return CommandResult(tuple(argv), rc, stdout, stderr, 0.05)
 
 
 # --- modprobe.d --------------------------------------------------------------------------
