@@ -57,9 +57,10 @@ def cuda_visible_devices(f: Facts):
     spec = f["visible_devices_spec"]
     m = f.get("visible_devices")
     if not spec.is_set:
-        count = f" ({m.physical_count})" if m else ""
-        return ok(f"CUDA_VISIBLE_DEVICES is not set: CUDA programs see every GPU{count}",
-                  evidence=[Evidence(f"command:{smi_key(f)}", line) for line in mapping_lines(m)] if m else [])
+        if m is None:  # no GPU inventory: nothing to select from, so say no more than the fact
+            return ok("CUDA_VISIBLE_DEVICES is not set")
+        return ok(f"CUDA_VISIBLE_DEVICES is not set: CUDA programs see every GPU ({m.physical_count})",
+                  evidence=[Evidence(f"command:{smi_key(f)}", line) for line in mapping_lines(m)])
     gpu = f.get("nvidia_gpu_present")
     if m is None and gpu is not None and not gpu["present"]:
         return ok(f"CUDA_VISIBLE_DEVICES={spec.raw!r} is set, but there is no NVIDIA GPU to select")
