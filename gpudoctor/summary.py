@@ -34,8 +34,11 @@ def machine_summary(f: Facts) -> Dict:
     container = f.get("container") or {}
     wsl = f.get("wsl") or {}
     nvcc = f.get("nvcc")
+    probed = [d for d in f.snapshot.frameworks.values() if isinstance(d, dict)]
+    python_version = next((d.get("python") for d in probed if d.get("python")), None)
     return {
         "hostname": meta.get("hostname"),
+        "python": {"path": meta.get("python"), "version": python_version} if meta.get("python") else None,
         "os": osr.get("PRETTY_NAME") or meta.get("platform", {}).get("system"),
         "kernel": f.get("kernel_release"),
         "container": container.get("kind") if container.get("inside") else None,

@@ -135,3 +135,18 @@ def test_python_m_and_version():
     helped = run_gpudoctor("--help")
     for name in ("check", "snapshot", "parse-smi"):
         assert name in helped.stdout
+
+
+def test_an_interpreter_without_frameworks_is_named_in_the_header(tmp_path):
+    import sys as _sys
+
+    # A bare venv: the probes run in it and find no torch, TensorFlow or JAX.
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "bare")
+    python = tmp_path / "bare" / "bin" / "python"
+    proc = run_gpudoctor("check", "--python", str(python), "--no-color")
+    assert f"python     {python} ({_sys.version.split()[0]}): no torch, TensorFlow or JAX installed" in proc.stdout
+    data = json.loads(run_gpudoctor("check", "--python", str(python), "--json").stdout)
+    assert data["machine"]["python"] == {"path": str(python), "version": _sys.version.split()[0]}
+    assert data["machine"]["frameworks"]["torch"]["installed"] is False

@@ -32,9 +32,13 @@ def render_machine(report: Report, style: Style) -> List[str]:
         lines.append(_row(f"gpu {g['index']}", f"{g.get('name') or 'unknown'}{mem}{cc}{mig}"))
     if m.get("nvcc"):
         lines.append(_row("nvcc", m["nvcc"]))
-    for name, fw in (m.get("frameworks") or {}).items():
+    frameworks = m.get("frameworks") or {}
+    for name, fw in frameworks.items():
         if fw.get("installed"):
             lines.append(_row(name, _framework_line(name, fw)))
+    py = m.get("python") or {}
+    if py.get("path") and py.get("version") and not any(fw.get("installed") for fw in frameworks.values()):
+        lines.append(_row("python", f"{py['path']} ({py['version']}): no torch, TensorFlow or JAX installed"))
     return lines
 
 
