@@ -94,3 +94,13 @@ def test_readme_example_is_the_real_output():
     shown = readme.split(cmd, 1)[1].split("\n$ ", 1)[0] + "\n"
     proc = run_gpudoctor("devices", "--snapshot", TRUNCATES)
     assert proc.stdout == shown
+
+
+def test_torch_column_only_for_the_recorded_setting():
+    scenario = "fixtures/scenarios/core-8gpu-server"
+    recorded = run_gpudoctor("devices", "--snapshot", scenario)
+    assert "torch sees" in recorded.stdout
+    guessed = run_gpudoctor("devices", "--snapshot", scenario, "--visible", "7,2", "--json")
+    view = json.loads(guessed.stdout)
+    assert [d["cuda_index"] for d in view["devices"]] == [0, 1]
+    assert all("torch" not in d for d in view["devices"])  # torch was probed with every GPU visible

@@ -57,7 +57,9 @@ def build_view(snap, visible: Optional[str] = None, order: Optional[str] = None)
         d["mig"] = ({"uuid": v.mig.uuid, "profile": v.mig.profile, "gi_id": v.mig.gi_id, "ci_id": v.mig.ci_id}
                     if v.mig is not None else None)
         devices.append(d)
-    _add_torch(f, devices)
+    # torch was probed under the recorded settings: its answers only describe those, not a --visible/--order guess.
+    if raw == f.env.get("CUDA_VISIBLE_DEVICES") and order_raw == f.env.get("CUDA_DEVICE_ORDER"):
+        _add_torch(f, devices)
     view["mig_enabled"] = [g.index for g in gpus if g.mig_mode == "Enabled" and id(g) in chosen]
     view.update(order=m.order, order_known=m.order_known, physical_count=m.physical_count, devices=devices,
                 hidden=[_gpu_dict(g) for g in gpus if id(g) not in chosen],
