@@ -62,6 +62,10 @@ def main(argv=None) -> None:
     except click.exceptions.Abort:
         click.echo("gpudoctor: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # click's own "Usage: ... Error: ..." block, as one line
+        where = exc.ctx.command_path if exc.ctx else "gpudoctor"
+        click.echo(f"gpudoctor: {exc.format_message()} (see `{where} --help`)", err=True)
+        sys.exit(ExitCode.USAGE)
     except click.ClickException as exc:
         exc.show()
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
