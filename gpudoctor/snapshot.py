@@ -18,6 +18,7 @@ import fnmatch
 import json
 import os
 import platform
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Dict, Iterator, List, Mapping, Optional
@@ -153,6 +154,7 @@ def load(directory: str) -> Snapshot:
         raise SnapshotError(f"{meta_file}: unreadable snapshot.json ({exc})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("gpudoctor.snapshot/"):
         raise SnapshotError(f"{meta_file}: not a gpudoctor snapshot (missing schema)")
+    _check_shape(data, meta_file)
     snap = Snapshot(meta=data.get("meta") or {}, env=data.get("env") or {}, nvml=data.get("nvml") or {},
                     frameworks=data.get("frameworks") or {}, listings=data.get("listings") or {},
                     links=data.get("links") or {},
@@ -170,6 +172,46 @@ def load(directory: str) -> Snapshot:
             rel = "/" + full.relative_to(files_root).as_posix()
             snap.files[rel] = FileRecord(rel, content=_read_text(full))
     return snap
+
+
+# What each part of snapshot.json holds: a damaged or hand-edited file is refused here, by name,
+# instead of failing later inside a check. {section: type of each value, in words}
+_SECTION_VALUES = {"env": (str, "a string"), "frameworks": (dict, "an object"), "links": (dict, "an object"),
+                   "listings": (list, "a list of names"), "file_errors": (str, "a string")}
+_COMMAND_FIELDS = {"returncode": ((int, type(None)), "a number or null"), "duration_s": ((int, float), "a number"),
+                   "timed_out": (bool, "true or false"), "error": ((str, type(None)), "a string or null")}
+# Command keys name files below commands/: plain names only, never a path.
+_COMMAND_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _check_shape(data: Dict, where: Path) -> None:
+    def bad(name: str, want: str):
+        raise SnapshotError(f"{where}: damaged snapshot ('{name}' should be {want})")
+
+    for section in ("meta", "env", "nvml", "frameworks", "listings", "links", "commands", "file_errors"):
+        if not isinstance(data.get(section) or {}, dict):
+            bad(section, "an object")
+    if not isinstance((data.get("meta") or {}).get("platform") or {}, dict):
+        bad("meta.platform", "an object")
+    for section, (kind, want) in _SECTION_VALUES.items():
+        for name, value in (data.get(section) or {}).items():
+            if not isinstance(value, kind):
+                bad(f"{section}.{name}", want)
+    for key, entry in (data.get("commands") or {}).items():
+        if not _COMMAND_KEY.fullmatch(key):
+            raise SnapshotError(f"{where}: damaged snapshot (command key {key!r} is not a plain name)")
+        _check_command(key, entry, bad)
+
+
+def _check_command(key: str, entry, bad) -> None:
+    if not isinstance(entry, dict):
+        bad(f"commands.{key}", "an object")
+    argv = entry.get("argv", [])
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        bad(f"commands.{key}.argv", "a list of strings")
+    for name, (kind, want) in _COMMAND_FIELDS.items():
+        if name in entry and not isinstance(entry[name], kind):
+            bad(f"commands.{key}.{name}", want)
 
 
 def _read_text(path: Path) -> str:

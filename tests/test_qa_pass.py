@@ -45,3 +45,65 @@ def test_usage_errors_are_one_gpudoctor_line(args, needles):
     line = one_line_error(run_gpudoctor(*args))
     for needle in needles:
         assert needle in line
+
+
+# --- a corrupt snapshot folder is bad input, not a crash ----------------------------------
+
+def _snapshot(tmp_path, doc) -> str:
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    (folder / "snapshot.json").write_text(json.dumps({"schema": "gpudoctor.snapshot/1", **doc}))
+    return str(folder)
+
+
+BAD_SECTIONS = [
+    ({"env": "x"}, "'env'"),
+    ({"meta": [1]}, "'meta'"),
+    ({"meta": {"platform": "Linux"}}, "'meta.platform'"),
+    ({"commands": {"nvidia_smi": "oops"}}, "'commands.nvidia_smi'"),
+    ({"commands": {"nvidia_smi": {"argv": "nvidia-smi"}}}, "'commands.nvidia_smi.argv'"),
+    ({"file_errors": ["a"]}, "'file_errors'"),
+    ({"frameworks": {"torch": "x"}}, "'frameworks.torch'"),
+    ({"env": {"CUDA_VISIBLE_DEVICES": 5}}, "'env.CUDA_VISIBLE_DEVICES'"),
+    ({"listings": {"/dev": "nvidia0"}}, "'listings./dev'"),
+]
+
+
+@pytest.mark.parametrize("doc,where", BAD_SECTIONS, ids=[w for _, w in BAD_SECTIONS])
+def test_wrongly_typed_snapshot_sections_are_refused_by_name(tmp_path, doc, where):
+    folder = _snapshot(tmp_path, doc)
+    with pytest.raises(SnapshotError) as exc:
+        load(folder)
+    assert "snapshot.json" in str(exc.value) and where in str(exc.value)
+
+
+@pytest.mark.parametrize("command", ["check", "devices", "hook"])
+def test_corrupt_snapshot_exits_2_with_one_line_in_every_replaying_command(tmp_path, command):
+    folder = _snapshot(tmp_path, {"meta": {"platform": "x"}, "env": "x"})
+    line = one_line_error(run_gpudoctor(command, "--snapshot", folder))
+    assert "snapshot.json" in line
+
+
+def test_explain_with_a_corrupt_snapshot_exits_2(tmp_path):
+    folder = _snapshot(tmp_path, {"frameworks": {"torch": "x"}})
+    one_line_error(run_gpudoctor("explain", "--snapshot", folder, "CUDA error: out of memory"))
+
+
+@pytest.mark.parametrize("key", ["../../etc/passwd", "a/b", ".hidden", ""])
+def test_command_keys_cannot_name_files_outside_the_snapshot(tmp_path, key):
+    folder = _snapshot(tmp_path, {"commands": {key: {"argv": ["x"], "returncode": 0}}})
+    with pytest.raises(SnapshotError) as exc:
+        load(folder)
+    assert "command key" in str(exc.value)
+
+
+def test_a_well_formed_hand_written_snapshot_still_loads(tmp_path):
+    folder = _snapshot(tmp_path, {"meta": {"hostname": "n1", "platform": {"system": "Linux"}},
+                                  "env": {"CUDA_VISIBLE_DEVICES": "0"},
+                                  "commands": {"nvidia_smi_L": {"argv": ["nvidia-smi", "-L"], "returncode": 0}},
+                                  "file_errors": {"/proc/driver/nvidia/version": "missing"},
+                                  "frameworks": {"torch": {"installed": False}}, "nvml": None})
+    snap = load(folder)
+    assert snap.env == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert snap.command("nvidia_smi_L").argv == ("nvidia-smi", "-L")
+    assert snap.file("/proc/driver/nvidia/version").error == "missing"
