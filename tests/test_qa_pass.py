@@ -107,3 +107,22 @@ def test_a_well_formed_hand_written_snapshot_still_loads(tmp_path):
     assert snap.env == {"CUDA_VISIBLE_DEVICES": "0"}
     assert snap.command("nvidia_smi_L").argv == ("nvidia-smi", "-L")
     assert snap.file("/proc/driver/nvidia/version").error == "missing"
+
+
+# --- empty values that silently meant "everything" ----------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["check", "--snapshot", ""],
+    ["devices", "--snapshot", ""],
+    ["explain", "--snapshot", "", "CUDA error: out of memory"],
+    ["hook", "--snapshot", ""],
+])
+def test_an_empty_snapshot_path_is_bad_input_not_a_live_probe(args):
+    line = one_line_error(run_gpudoctor(*args, timeout=30))
+    assert "--snapshot" in line
+
+
+@pytest.mark.parametrize("value", ["", ",", " , "])
+def test_an_empty_only_is_bad_input_not_every_check(value):
+    line = one_line_error(run_gpudoctor("check", "--snapshot", HEALTHY, "--only", value))
+    assert "--only" in line

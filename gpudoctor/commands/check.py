@@ -76,6 +76,8 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
         _list_checks(as_json)
         return ExitCode.OK
     only_ids = [x for o in only for x in o.split(",") if x.strip()]
+    if only and not only_ids:
+        raise InputError("--only needs check ids, names or id prefixes (see --list-checks), got an empty value")
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:

@@ -47,8 +47,15 @@ def python_option(fn):
                              "(default: the one running gpudoctor).")(fn)
 
 
+def nonempty_snapshot(ctx, param, value):
+    """`--snapshot ""` (an unset shell variable) is a mistake, not a request to probe this machine."""
+    if value is not None and not value.strip():
+        raise InputError("--snapshot needs a snapshot folder or bundle, got an empty value")
+    return value
+
+
 def snapshot_option(fn):
-    return click.option("--snapshot", "snapshot_path", type=click.Path(), default=None,
+    return click.option("--snapshot", "snapshot_path", type=click.Path(), default=None, callback=nonempty_snapshot,
                         help="Replay a recorded snapshot folder or support bundle (.tar.gz) "
                              "instead of probing this machine.")(fn)
 

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from gpudoctor.commands.common import InputError, color_option, json_option, load_snapshot, python_option
+from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, nonempty_snapshot,
+                                       python_option)
 from gpudoctor.exitcodes import ExitCode
 
 CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
@@ -15,7 +16,7 @@ CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
 @click.command("explain")
 @click.argument("inputs", nargs=-1, metavar="[TEXT | FILE... | -]")
 @json_option
-@click.option("--snapshot", "snapshot_path", type=click.Path(), default=None,
+@click.option("--snapshot", "snapshot_path", type=click.Path(), default=None, callback=nonempty_snapshot,
               help="Tailor the fixes with a recorded snapshot folder or bundle (.tar.gz) of the machine the error came from.")
 @click.option("--here", is_flag=True, help="Tailor the fixes with this machine's facts (probes it, like `gpudoctor check`).")
 @click.option("--context", "contexts", multiple=True, type=click.Choice(CONTEXTS),

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import click
 
-from gpudoctor.commands.common import InputError, color_option, json_option
+from gpudoctor.commands.common import InputError, color_option, json_option, nonempty_snapshot
 from gpudoctor.exitcodes import HookExit
 
 EPILOG = """\b
@@ -31,7 +31,7 @@ def _opt_flag(name, help_text, **kw):
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GPUDOCTOR_HOOK_CONFIG",
               help="Requirements file (.toml, .json or .ini; keys are the flag names, e.g. min_driver). "
                    "Flags override it. [env: GPUDOCTOR_HOOK_CONFIG]")
-@click.option("--snapshot", "snapshot", type=click.Path(), envvar="GPUDOCTOR_SNAPSHOT",
+@click.option("--snapshot", "snapshot", type=click.Path(), envvar="GPUDOCTOR_SNAPSHOT", callback=nonempty_snapshot,
               help="Judge a recorded snapshot folder or bundle instead of this machine. [env: GPUDOCTOR_SNAPSHOT]")
 @_opt_flag("--gpus", "At least this many GPUs must be visible.", type=int, metavar="N")
 @_opt_flag("--min-driver", "Oldest acceptable NVIDIA driver, e.g. 535.104.05.", metavar="VERSION")
