@@ -126,3 +126,26 @@ def test_an_empty_snapshot_path_is_bad_input_not_a_live_probe(args):
 def test_an_empty_only_is_bad_input_not_every_check(value):
     line = one_line_error(run_gpudoctor("check", "--snapshot", HEALTHY, "--only", value))
     assert "--only" in line
+
+
+# --- the hook keeps to 0/1/2 and to one stdout format ---------------------------------------
+
+def test_hook_config_that_is_not_text_is_a_config_error(tmp_path):
+    cfg = tmp_path / "hook.toml"
+    cfg.write_bytes(b"\xe7\xff\x00\x01gpus = 8\n")
+    line = one_line_error(run_gpudoctor("hook", "--snapshot", SERVER, "--config", str(cfg)))
+    assert str(cfg) in line
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["-v"]])
+def test_hook_npd_output_cannot_be_mixed_with_another_stdout_format(extra):
+    proc = run_gpudoctor("hook", "--snapshot", SERVER, "--npd", *extra)
+    line = one_line_error(proc)
+    assert "--npd" in line and proc.stdout == ""
+
+
+def test_hook_names_why_the_framework_probe_could_not_run():
+    proc = run_gpudoctor("hook", "-v", "--cuda", "12.1", "--python", "/nonexistent/python")
+    line = next(l for l in proc.stdout.splitlines() if "framework_cuda" in l)
+    assert "the torch probe could not run /nonexistent/python: not found" in line
+    assert "exit code None" not in line

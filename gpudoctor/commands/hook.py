@@ -75,6 +75,8 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
       GPUDOCTOR_SNAPSHOT=DIR gpudoctor hook -v    # judge a recorded machine
     """
     start = time.monotonic()
+    if npd and (as_json or verbose):  # node-problem-detector reads stdout as the message
+        raise InputError("--npd prints the verdict alone on stdout; leave out --json and -v")
     settings = _settings(config_path, snapshot, flags)
     watchdog = _Watchdog(settings.timeout + 1.5)
     try:

@@ -22,6 +22,8 @@ def _installed(f: Facts, name: str) -> Dict:
         raise Missing(f"the {name} probe did not finish within {probe.get('duration_s', '?')}s")
     if data.get("installed") is False:
         raise Missing(f"{name} is not installed for {python}")
+    if "installed" not in data and probe.get("error"):
+        raise Missing(f"the {name} probe could not run {python}: {probe['error']}")
     if "installed" not in data:
         raise Missing(f"the {name} probe gave no answer (exit code {probe.get('returncode')})")
     return data

@@ -128,6 +128,8 @@ def read_file(path: str) -> Dict[str, Any]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text config file (it is not UTF-8)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None
     suffix = p.suffix.lower()

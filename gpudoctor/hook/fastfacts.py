@@ -51,7 +51,7 @@ def target_sys_path(python: Optional[str], environ: Mapping[str, str], timeout: 
         return [p for p in sys.path if p], None
     res = runner.run((python, "-c", _SYS_PATH_CODE), timeout=timeout, env=dict(environ))
     if not res.ok:
-        return None, res.describe()
+        return None, res.error or res.describe()  # "not found" says it; the argv would only repeat `python`
     try:
         paths = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
