@@ -34,6 +34,17 @@ class LazyGroup(click.Group):
         module = COMMANDS[name].split(":")[0]
         return importlib.util.find_spec(module) is not None
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # Output piped into `head`: the reader stopped reading. Not a failure found (click alone
+            # would exit 1) and not a crash.
+            from gpudoctor.commands.common import quiet_closed_stdout
+
+            quiet_closed_stdout()
+            return ExitCode.OK
+
     def get_command(self, ctx, name):
         target = COMMANDS.get(name)
         if target is None or not self._available(name):

@@ -149,3 +149,27 @@ def test_hook_names_why_the_framework_probe_could_not_run():
     line = next(l for l in proc.stdout.splitlines() if "framework_cuda" in l)
     assert "the torch probe could not run /nonexistent/python: not found" in line
     assert "exit code None" not in line
+
+
+# --- output piped into `head` ------------------------------------------------------------
+
+def test_a_closed_stdout_pipe_ends_quietly_with_exit_0():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `gpudoctor check | head -0`: the first write gets EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--snapshot", SERVER, "-v"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_the_hook_verdict_survives_a_closed_stdout_pipe():
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gpudoctor", "hook", "--snapshot", SERVER, "-v", "--gpus", "9"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1 and proc.stderr == "gpudoctor: 8 of 9 GPUs visible\n"

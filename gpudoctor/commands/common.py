@@ -67,6 +67,16 @@ def load_snapshot(path: str) -> Snapshot:
         raise InputError(str(exc)) from None
 
 
+def quiet_closed_stdout() -> None:
+    """After EPIPE on stdout (piped into `head`): later writes and the final flush go to /dev/null."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 class Progress:
     """A one-line progress display on stderr, only when stderr is a terminal."""
 

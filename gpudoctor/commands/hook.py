@@ -94,7 +94,14 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
         watchdog.cancel()
     outcome.duration_s = time.monotonic() - start
     _write_metrics(settings.prometheus, outcome, view)
-    _print(outcome, view, npd, as_json, verbose, color)
+    try:
+        _print(outcome, view, npd, as_json, verbose, color)
+    except BrokenPipeError:  # nobody reads stdout any more; the verdict still stands
+        from gpudoctor.commands.common import quiet_closed_stdout
+
+        quiet_closed_stdout()
+    if outcome.line:
+        click.echo(outcome.line, err=True)
     return int(outcome.exit_code)
 
 
@@ -153,8 +160,6 @@ def _print(outcome, view, npd, as_json, verbose, color):
         from gpudoctor.hook.outcome import npd_message
 
         click.echo(npd_message(outcome))
-    if outcome.line:
-        click.echo(outcome.line, err=True)
 
 
 def _node_dict(view):
