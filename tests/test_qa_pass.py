@@ -153,23 +153,28 @@ def test_hook_names_why_the_framework_probe_could_not_run():
 
 # --- output piped into `head` ------------------------------------------------------------
 
-def test_a_closed_stdout_pipe_ends_quietly_with_exit_0():
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # like `gpudoctor check | head -0`: the first write gets EPIPE
-    try:
-        proc = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--snapshot", SERVER, "-v"],
-                              stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), timeout=60)
-    finally:
-        os.close(write_end)
-    assert proc.returncode == 0 and proc.stderr == ""
-
-
-def test_the_hook_verdict_survives_a_closed_stdout_pipe():
+def _into_closed_pipe(*args):
+    """Run gpudoctor with stdout a pipe nobody reads (`gpudoctor ... | head -0`): the first write gets EPIPE."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run([sys.executable, "-m", "gpudoctor", "hook", "--snapshot", SERVER, "-v", "--gpus", "9"],
-                              stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=str(ROOT), timeout=60)
+        return subprocess.run([sys.executable, "-m", "gpudoctor", *args], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, cwd=str(ROOT), timeout=60)
     finally:
         os.close(write_end)
+
+
+@pytest.mark.parametrize("args,code", [
+    (["check", "--snapshot", SERVER, "-v"], 0),
+    (["check", "--snapshot", "fixtures/scenarios/core-driver-not-loaded", "--json"], 1),  # the verdict stands
+    (["check", "--list-checks"], 0),
+    (["devices", "--snapshot", SERVER], 0),
+])
+def test_a_closed_stdout_pipe_ends_quietly_with_the_commands_own_exit_code(args, code):
+    proc = _into_closed_pipe(*args)
+    assert proc.returncode == code and proc.stderr == ""
+
+
+def test_the_hook_verdict_survives_a_closed_stdout_pipe():
+    proc = _into_closed_pipe("hook", "--snapshot", SERVER, "-v", "--gpus", "9")
     assert proc.returncode == 1 and proc.stderr == "gpudoctor: 8 of 9 GPUs visible\n"

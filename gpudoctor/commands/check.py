@@ -7,7 +7,7 @@ import sys
 import click
 
 from gpudoctor.commands.common import (InputError, Progress, color_option, json_option, load_snapshot,
-                                       python_option, snapshot_option)
+                                       python_option, quiet_closed_stdout, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
 
@@ -67,9 +67,6 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
       gpudoctor check --only DRV --verbose  # only the driver checks, with details
       srun --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
     """
-    from gpudoctor.render.json import dumps
-    from gpudoctor.render.style import Style
-    from gpudoctor.render.text import render
     from gpudoctor.report import build_report
 
     if list_checks:
@@ -89,6 +86,18 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     report = build_report(snap, only=only_ids)
     if only_ids and not report.findings:
         raise InputError(f"--only {','.join(only_ids)} matches no check (see --list-checks)")
+    try:
+        _print(report, jsonl, as_json, verbose, color)
+    except BrokenPipeError:  # piped into `head`: the report's verdict still stands
+        quiet_closed_stdout()
+    return report.exit_code(strict)
+
+
+def _print(report, jsonl: bool, as_json: bool, verbose: bool, color) -> None:
+    from gpudoctor.render.json import dumps
+    from gpudoctor.render.style import Style
+    from gpudoctor.render.text import render
+
     if jsonl:
         import json
 
@@ -100,4 +109,3 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
         style = Style.for_stream(sys.stdout, color)
         # click.echo strips escape codes off a non-terminal unless told the colour was decided.
         click.echo(render(report, style, verbose), nl=False, color=style.colour)
-    return report.exit_code(strict)
