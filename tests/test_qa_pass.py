@@ -178,3 +178,22 @@ def test_a_closed_stdout_pipe_ends_quietly_with_the_commands_own_exit_code(args,
 def test_the_hook_verdict_survives_a_closed_stdout_pipe():
     proc = _into_closed_pipe("hook", "--snapshot", SERVER, "-v", "--gpus", "9")
     assert proc.returncode == 1 and proc.stderr == "gpudoctor: 8 of 9 GPUs visible\n"
+
+
+# --- devices validates --python like every other command -------------------------------------
+
+def test_devices_refuses_a_python_that_is_not_an_executable():
+    line = one_line_error(run_gpudoctor("devices", "--torch", "--python", "/etc/passwd"))
+    assert "--python /etc/passwd: no such executable" in line
+
+
+# --- help text --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command,example", [
+    ("snapshot", "gpudoctor snapshot --out"),
+    ("parse-smi", "gpudoctor parse-smi"),
+])
+def test_help_has_examples(command, example):
+    out = run_gpudoctor(command, "--help").stdout
+    assert "Examples:" in out
+    assert example in out.split("Examples:")[1]

@@ -12,7 +12,8 @@ from typing import Dict, List, Optional
 
 import click
 
-from gpudoctor.commands.common import InputError, color_option, json_option, load_snapshot, snapshot_option
+from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, python_option,
+                                       snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
 SCHEMA = "gpudoctor.devices/1"
@@ -145,8 +146,7 @@ def _table(view: Dict) -> List[str]:
               help="Try this CUDA_DEVICE_ORDER instead of the one in the environment.")
 @click.option("--torch", "probe_torch", is_flag=True,
               help="Also ask torch (in --python) which GPU each index is (slower: imports torch in a child).")
-@click.option("--python", "python", type=click.Path(dir_okay=False), default=None,
-              help="The interpreter whose torch --torch asks (default: the one running gpudoctor).")
+@python_option
 @click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
               help="Seconds the live collection may take.")
 @color_option

@@ -104,6 +104,11 @@ def _run(file: str, as_json: bool) -> None:
     FILE is the saved output of `nvidia-smi`, `-q`, `-q -x`, `-L`, `--query-gpu ...
     --format=csv`, or a multi-command capture; `-` reads standard input. Exits 0, 1 when
     the output is nvidia-smi reporting its own failure, 2 when FILE cannot be read.
+
+    \b
+    Examples:
+      gpudoctor parse-smi smi.txt                # what a user pasted into a ticket
+      nvidia-smi -q -x | gpudoctor parse-smi - --json
     """
     report = load_report(file)
     if as_json:

@@ -23,6 +23,12 @@ def command(out, python, timeout, no_frameworks, as_json):
 
     Replay it with `gpudoctor check --snapshot DIR` on any machine: the same findings
     come out. Only allow-listed environment variables are recorded.
+
+    \b
+    Examples:
+      gpudoctor snapshot --out /tmp/node17                 # then, anywhere: gpudoctor check --snapshot /tmp/node17
+      gpudoctor snapshot --out node17 --python ~/venv/bin/python --timeout 30
+      gpudoctor snapshot --out node17 --no-frameworks --json
     """
     from gpudoctor.commands.check import live_snapshot
     from gpudoctor.render.json import dumps
