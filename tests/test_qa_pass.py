@@ -197,3 +197,16 @@ def test_help_has_examples(command, example):
     out = run_gpudoctor(command, "--help").stdout
     assert "Examples:" in out
     assert example in out.split("Examples:")[1]
+
+
+# --- parse-smi reads what PowerShell's `nvidia-smi > file` writes ---------------------------
+
+@pytest.mark.parametrize("encoding,bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
+def test_parse_smi_reads_a_utf16_capture(tmp_path, encoding, bom):
+    text = SMI_TABLE.read_text(encoding="utf-8").replace("\n", "\r\n")
+    path = tmp_path / "smi.txt"
+    path.write_bytes(bom + text.encode(encoding))
+    proc = run_gpudoctor("parse-smi", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["driver_version"] == "550.90.07" and data["cuda_version"] == "12.4" and len(data["gpus"]) == 8

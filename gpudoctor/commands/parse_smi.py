@@ -6,8 +6,9 @@ a capture script's multi-command file) into a file, or pipe it in with `-`.
 
 from __future__ import annotations
 
+import codecs
 import sys
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import click
 
@@ -42,6 +43,14 @@ def _read(path: str, limit: int) -> bytes:
         raise _Unreadable(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+def _utf16(data: bytes) -> Optional[str]:
+    """PowerShell's `nvidia-smi > smi.txt` writes UTF-16 with a BOM: ASCII text, so every high byte is 0."""
+    for bom, high in ((codecs.BOM_UTF16_LE, data[3::2]), (codecs.BOM_UTF16_BE, data[2::2])):
+        if data.startswith(bom) and high and high.count(0) * 2 >= len(high):
+            return data.decode("utf-16", errors="replace")
+    return None
+
+
 def load_report(path: str, max_bytes: int = MAX_BYTES):
     """The parsed SmiReport of `path`, or _Unreadable with the reason in one line."""
     from gpudoctor.smi import SmiParseError, parse
@@ -50,10 +59,13 @@ def load_report(path: str, max_bytes: int = MAX_BYTES):
     if len(data) > max_bytes:
         size = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes} bytes"
         raise _Unreadable(f"{path}: larger than {size}, not nvidia-smi output")
-    if b"\x00" in data:
+    text = _utf16(data)
+    if text is None and b"\x00" in data:
         raise _Unreadable(f"{path}: binary data, not nvidia-smi output")
+    if text is None:
+        text = data.decode("utf-8", errors="replace")
     try:
-        return parse(data.decode("utf-8", errors="replace"))
+        return parse(text)
     except SmiParseError as exc:
         raise _Unreadable(f"{path}: {exc}") from None
 
