@@ -43,15 +43,19 @@ def wsl_libcuda(f: Facts):
         return warn("the loader cache has no /usr/lib/wsl/lib/libcuda.so.1: programs cannot find libcuda",
                     evidence=[Evidence("command:ldconfig_p", "; ".join(lib.line for lib in cached) or "no libcuda")],
                     fix=recipe("wsl_libcuda_not_found", f))
+    # The loader takes the first libcuda.so.1 in the cache; a Linux driver's copy ahead of WSL's is WSL001's.
+    first = next((lib for lib in cached or () if lib.name == "libcuda.so.1"), None)
+    where = ("libcuda.so.1 comes from /usr/lib/wsl/lib" if first is None or first.path.startswith("/usr/lib/wsl/")
+             else f"/usr/lib/wsl/lib/libcuda.so.1 is in the loader cache, behind {first.path} (WSL001)")
     link = w["libcuda_so1"]
     if link is not None and link["target"] is None:
-        return ok("libcuda.so.1 comes from /usr/lib/wsl/lib; ldconfig's '/usr/lib/wsl/lib/libcuda.so.1 is not a "
+        return ok(f"{where}; ldconfig's '/usr/lib/wsl/lib/libcuda.so.1 is not a "
                   "symbolic link' message on this machine is harmless",
                   detail="Windows mounts libcuda.so, .so.1 and .so.1.1 as copies instead of symlinks; the loader "
                          "still finds libcuda.so.1. The fix below only silences the message.",
                   evidence=[Evidence("listing:/usr/lib/wsl/lib", "libcuda.so.1 is a regular file, not a symlink")],
                   fix=recipe("wsl_libcuda_symlink", f))
-    return ok("libcuda.so.1 comes from /usr/lib/wsl/lib")
+    return ok(where)
 
 
 CHECKS = (wsl_linux_driver, wsl_libcuda)

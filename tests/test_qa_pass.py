@@ -210,3 +210,15 @@ def test_parse_smi_reads_a_utf16_capture(tmp_path, encoding, bom):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["driver_version"] == "550.90.07" and data["cuda_version"] == "12.4" and len(data["gpus"]) == 8
+
+
+# --- reports that contradicted themselves ---------------------------------------------------
+
+def test_wsl002_does_not_claim_wsl_libcuda_wins_when_a_linux_one_comes_first():
+    report = report_for(SCENARIOS / "sys-wsl2-linux-driver-installed")
+    wsl002 = next(f for f in report.findings if f.check_id == "WSL002")
+    assert "libcuda.so.1 comes from /usr/lib/wsl/lib" not in wsl002.title
+    assert "/lib/x86_64-linux-gnu/libcuda.so.1" in wsl002.title and "WSL001" in wsl002.title
+    healthy = report_for(SCENARIOS / "sys-wsl2-healthy")
+    assert next(f for f in healthy.findings if f.check_id == "WSL002").title.startswith(
+        "libcuda.so.1 comes from /usr/lib/wsl/lib")
