@@ -222,3 +222,13 @@ def test_wsl002_does_not_claim_wsl_libcuda_wins_when_a_linux_one_comes_first():
     healthy = report_for(SCENARIOS / "sys-wsl2-healthy")
     assert next(f for f in healthy.findings if f.check_id == "WSL002").title.startswith(
         "libcuda.so.1 comes from /usr/lib/wsl/lib")
+
+
+@pytest.mark.parametrize("family", ["debian", "rhel", "default"])
+def test_cudnn_recipe_offers_no_cudnn_8_for_cuda_13(family):
+    fix = recipe("cudnn_mismatch_or_missing", cuda_major="13", cuda_root="/usr/local/cuda-13.0",
+                 platform_family=family)
+    text = "\n".join(fix.commands)
+    assert "nvidia-cudnn-cu13==8" not in text
+    assert "pip install nvidia-cudnn-cu13" in text
+    assert "nvidia-cudnn-cu12==8.*" in text  # cuDNN 8 programs: the CUDA 12 wheel, and no CUDA 13 one
