@@ -80,7 +80,11 @@ def node_from_report(doc: object, source: str) -> Optional[Node]:
 
 def read_text(text: str, source: str, nodes: Dict[str, Node], dupes: Counter, bad: List) -> None:
     for doc in documents(text):
-        node = node_from_report(doc, source)
+        try:
+            node = node_from_report(doc, source)
+        except (AttributeError, TypeError):  # a report whose parts have the wrong types (edited, mangled)
+            bad.append({"source": source, "reason": "a damaged gpudoctor report"})
+            continue
         if node is None:
             bad.append({"source": source, "reason": "not JSON" if doc is None else "not a gpudoctor report"})
             continue

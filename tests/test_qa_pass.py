@@ -230,3 +230,19 @@ def test_cudnn_recipe_offers_no_cudnn_8_for_cuda_13(family):
     assert "nvidia-cudnn-cu13==8" not in text
     assert "pip install nvidia-cudnn-cu13" in text
     assert "nvidia-cudnn-cu12==8.*" in text  # cuDNN 8 programs: the CUDA 12 wheel, and no CUDA 13 one
+
+
+# --- fleet: one damaged report is skipped and counted, not a crash of the whole summary --------
+
+@pytest.mark.parametrize("damage", [
+    {"findings": "x"}, {"findings": [1, 2]}, {"machine": [1]}, {"machine": {"frameworks": {"torch": "2.4"}}},
+])
+def test_fleet_skips_a_damaged_report_and_summarises_the_rest(tmp_path, damage):
+    good = json.loads(run_gpudoctor("check", "--snapshot", SERVER, "--json").stdout)
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    (tmp_path / "bad.json").write_text(json.dumps({**good, **damage}))
+    proc = run_gpudoctor("fleet", "--json", str(tmp_path))
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["nodes"] == 1
+    assert summary["unreadable"] == [{"source": str(tmp_path / "bad.json"), "reason": "a damaged gpudoctor report"}]
