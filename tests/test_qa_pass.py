@@ -246,3 +246,16 @@ def test_fleet_skips_a_damaged_report_and_summarises_the_rest(tmp_path, damage):
     summary = json.loads(proc.stdout)
     assert summary["nodes"] == 1
     assert summary["unreadable"] == [{"source": str(tmp_path / "bad.json"), "reason": "a damaged gpudoctor report"}]
+
+
+# --- --color forces colour in every command, also when stdout is not a terminal -------------
+
+def test_color_flag_forces_colour_in_hook_and_fleet(tmp_path):
+    hook = run_gpudoctor("hook", "--snapshot", "fixtures/scenarios/core-driver-not-loaded", "-v", "--color")
+    assert "\x1b[31m[✗]\x1b[0m driver" in hook.stdout
+    report = run_gpudoctor("check", "--snapshot", "fixtures/scenarios/core-driver-not-loaded", "--json").stdout
+    (tmp_path / "n1.json").write_text(report)
+    fleet = run_gpudoctor("fleet", "--color", str(tmp_path))
+    assert "\x1b[31m" in fleet.stdout
+    plain = run_gpudoctor("fleet", str(tmp_path))
+    assert "\x1b[" not in plain.stdout

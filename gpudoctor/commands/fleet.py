@@ -60,6 +60,8 @@ def command(reports, as_json, limit, color):
         from gpudoctor.render.fleet import render
         from gpudoctor.render.style import Style
 
-        click.echo(render(summary, Style.for_stream(sys.stdout, color), limit), nl=False)
+        style = Style.for_stream(sys.stdout, color)
+        # click.echo strips escape codes off a non-terminal unless told the colour was decided.
+        click.echo(render(summary, style, limit), nl=False, color=style.colour)
     return ExitCode.PROBLEM if summary["status"]["fail"] else ExitCode.OK
 

@@ -177,7 +177,8 @@ def _print_verbose(outcome, color):
     style = Style.for_stream(sys.stdout, color)
     status = {"ok": Status.OK, "problem": Status.FAIL, "unknown": Status.SKIP}
     for r in outcome.results:
-        click.echo(f"{style.status(status[r.state.value])} {r.check:<19} {r.message}")
+        # click.echo strips escape codes off a non-terminal unless told the colour was decided.
+        click.echo(f"{style.status(status[r.state.value])} {r.check:<19} {r.message}", color=style.colour)
     click.echo(f"{outcome.state} in {outcome.duration_s:.2f}s")
 
 
