@@ -259,3 +259,16 @@ def test_color_flag_forces_colour_in_hook_and_fleet(tmp_path):
     assert "\x1b[31m" in fleet.stdout
     plain = run_gpudoctor("fleet", str(tmp_path))
     assert "\x1b[" not in plain.stdout
+
+
+# --- an empty output path is not "the current folder" -----------------------------------------
+
+@pytest.mark.parametrize("args,flag", [(["snapshot", "--no-frameworks", "--out", ""], "--out"),
+                                       (["bundle", "--no-frameworks", "-o", ""], "-o")])
+def test_an_empty_output_path_is_bad_input(tmp_path, args, flag):
+    full_env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-m", "gpudoctor", *args], capture_output=True, text=True,
+                          cwd=str(tmp_path), env=full_env, timeout=60)
+    line = one_line_error(proc)
+    assert line.startswith(f"gpudoctor: {flag} needs a ") and line.endswith("got an empty value")
+    assert list(tmp_path.iterdir()) == []  # nothing was written into the current folder

@@ -21,6 +21,8 @@ def default_name(host: str) -> str:
 
 def target_path(output, host: str, force: bool) -> str:
     """Where the bundle goes: -o FILE, -o FOLDER (default name inside), or the current folder."""
+    if output is not None and not output.strip():
+        raise InputError("-o needs a file or folder, got an empty value")
     if output is None or os.path.isdir(output):
         return os.path.join(output or os.getcwd(), default_name(host))
     folder = os.path.dirname(os.path.abspath(output))

@@ -33,6 +33,8 @@ def command(out, python, timeout, no_frameworks, as_json):
     from gpudoctor.commands.check import live_snapshot
     from gpudoctor.render.json import dumps
 
+    if not out.strip():
+        raise InputError("--out needs a new or empty folder, got an empty value")
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise InputError(f"{out}: exists and is not an empty folder; choose a new --out")
     progress = Progress(enabled=None if not as_json else False)
