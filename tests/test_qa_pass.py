@@ -272,3 +272,12 @@ def test_an_empty_output_path_is_bad_input(tmp_path, args, flag):
     line = one_line_error(proc)
     assert line.startswith(f"gpudoctor: {flag} needs a ") and line.endswith("got an empty value")
     assert list(tmp_path.iterdir()) == []  # nothing was written into the current folder
+
+
+# --- a typo in --only is named, not silently dropped ----------------------------------------
+
+@pytest.mark.parametrize("value,unknown", [("DRV001,NOPE999", "NOPE999"), ("DRV,CUDA01", "CUDA01"),
+                                           ("NOPE999", "NOPE999")])
+def test_only_names_the_entries_that_match_no_check(value, unknown):
+    line = one_line_error(run_gpudoctor("check", "--snapshot", HEALTHY, "--only", value))
+    assert line == f"gpudoctor: --only {unknown} matches no check (see --list-checks)"

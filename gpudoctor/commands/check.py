@@ -38,6 +38,19 @@ def _list_checks(as_json: bool) -> None:
         click.echo(f"warning: plugin {p.plugin}: {p.message}", err=True)
 
 
+def _known_only(only_ids) -> None:
+    """A typo in --only would silently leave a check out: name it, before any probing."""
+    if not only_ids:
+        return
+    from gpudoctor.engine import select
+    from gpudoctor.plugins import load_checks
+
+    checks, _ = load_checks()
+    unknown = [o.strip() for o in only_ids if not select(checks, [o])]
+    if unknown:
+        raise InputError(f"--only {','.join(unknown)} matches no check (see --list-checks)")
+
+
 @click.command("check")
 @snapshot_option
 @json_option
@@ -75,6 +88,7 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     only_ids = [x for o in only for x in o.split(",") if x.strip()]
     if only and not only_ids:
         raise InputError("--only needs check ids, names or id prefixes (see --list-checks), got an empty value")
+    _known_only(only_ids)
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:
@@ -84,8 +98,6 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
         finally:
             progress.clear()
     report = build_report(snap, only=only_ids)
-    if only_ids and not report.findings:
-        raise InputError(f"--only {','.join(only_ids)} matches no check (see --list-checks)")
     try:
         _print(report, jsonl, as_json, verbose, color)
     except BrokenPipeError:  # piped into `head`: the report's verdict still stands
