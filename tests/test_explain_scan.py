@@ -128,3 +128,13 @@ def test_parallel_ranges_give_the_same_lines_as_one_pass(tmp_path):
         assert result.hits["no_kernel_image"].lines == single.hits["no_kernel_image"].lines == shifted
         assert result.hits["detected_cuda_version_mismatch"].lines == [20002]
         assert result.hits["no_kernel_image"].count == len(targets)
+
+
+def test_two_gates_of_one_message_in_a_long_line_count_it_once():
+    """"CUDA error: invalid device function" holds the CUDA gate and is near the 'no kernel image'
+    gate of the next message; inside a very long line both hits share one window, not two."""
+    filler = b"y" * (3 * CHUNK)
+    line = filler + b" RuntimeError: CUDA error: no kernel image is available for execution on the device " + filler
+    result = scan_chunks([line])
+    assert result.hits["no_kernel_image"].count == 1
+    assert result.long_line == 1

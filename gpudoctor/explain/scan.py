@@ -17,6 +17,7 @@ CHUNK = 1 << 20          # bytes read per step
 LOOKAHEAD = 16 << 10     # bytes kept after a chunk's split so multi-line windows can see ahead
 MAX_SEGMENT = 1 << 20    # a line longer than this is scanned in pieces
 SPAN = 2048              # bytes around a gate hit that are matched, inside a very long line
+MARGIN = 256             # a second gate hit this far inside an existing window shares it
 WINDOW_CAP = 4096        # bytes of following lines a multi-line signature may see
 HEAD_BYTES = 256 << 10   # the start of the input, kept for facts and context clues
 EXCERPT = 300            # characters of a matching line that are stored and shown
@@ -53,6 +54,17 @@ class ScanResult:
     bytes_read: int
     lines: int
     long_line: Optional[int] = None   # number of the first line longer than MAX_SEGMENT
+
+
+def _window(windows: List[Tuple[int, int]], pos: int, line_start: int, line_stop: int) -> Tuple[int, int]:
+    """The window of a very long line around a gate hit at ``pos``: one already cut around a nearby
+    hit of another gate when it holds this one well inside (the same message, seen once), else a new one."""
+    for start, stop in windows:
+        if start + MARGIN <= pos <= stop - MARGIN:
+            return start, stop
+    window = (max(line_start, pos - SPAN), min(line_stop, pos + SPAN))
+    windows.append(window)
+    return window
 
 
 def _excerpt(line: str, start: int) -> str:
@@ -127,6 +139,7 @@ class Scanner:
     def _regions(self, buf: bytes, split: int) -> Dict[int, Tuple[int, int, List[bytes]]]:
         """Byte regions (start, first-line end, gates) around every gate hit before ``split``."""
         regions: Dict[int, Tuple[int, int, List[bytes]]] = {}
+        windows: List[Tuple[int, int]] = []   # windows cut from very long lines, to share between gates
         n = len(buf)
         tails = self.catalog.tails
         for gate in self.gates:
@@ -141,7 +154,7 @@ class Scanner:
                 stop = buf.find(b"\n", pos)
                 stop = n if stop == -1 else stop + 1
                 if stop - start > 2 * SPAN:          # a very long line: a window around the hit
-                    start, stop = max(start, pos - SPAN), min(stop, pos + SPAN)
+                    start, stop = _window(windows, pos, start, stop)
                 known = regions.get(start)
                 if known is None:
                     regions[start] = (start, stop, [gate])
