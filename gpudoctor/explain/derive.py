@@ -101,6 +101,8 @@ def _xid_values(values: Dict[str, Any], tables: Dict[str, Any]) -> None:
 
 def _flags(values: Dict[str, Any]) -> Set[str]:
     flags: Set[str] = set()
+    if values.get("driver_version"):
+        flags.add("driver_seen")              # a driver answered (nvidia-smi header, NVRM line, the snapshot)
     smi_cuda, native = _v(values.get("smi_cuda")), _v(values.get("driver_max_cuda"))
     if smi_cuda and native and smi_cuda > native:
         flags.add("cuda_beyond_driver")       # nvidia-smi shows a cuda-compat libcuda's version
