@@ -66,6 +66,10 @@ def cli():
     """
 
 
+# click >= 8.2 raises this (a UsageError whose message is the whole help) for a bare `gpudoctor`.
+_NO_ARGS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def main(argv=None) -> None:
     """Entry point: bad input exits 2 with one line; an internal bug exits 3, never a bare traceback."""
     try:
@@ -73,6 +77,9 @@ def main(argv=None) -> None:
     except click.exceptions.Abort:
         click.echo("gpudoctor: interrupted", err=True)
         sys.exit(130)
+    except _NO_ARGS_HELP as exc:  # bare `gpudoctor`: the help itself, as click prints it
+        exc.show()
+        sys.exit(ExitCode.USAGE)
     except click.UsageError as exc:  # click's own "Usage: ... Error: ..." block, as one line
         where = exc.ctx.command_path if exc.ctx else "gpudoctor"
         click.echo(f"gpudoctor: {exc.format_message()} (see `{where} --help`)", err=True)

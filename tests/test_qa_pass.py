@@ -45,6 +45,13 @@ def test_usage_errors_are_one_gpudoctor_line(args, needles):
         assert needle in line
 
 
+def test_bare_gpudoctor_still_shows_the_help():
+    proc = run_gpudoctor()
+    text = proc.stdout + proc.stderr
+    assert text.startswith("Usage: gpudoctor [OPTIONS] COMMAND") and "Commands:" in text and "parse-smi" in text
+    assert "gpudoctor: Usage" not in text and proc.returncode in (0, 2)
+
+
 # --- a corrupt snapshot folder is bad input, not a crash ----------------------------------
 
 def _snapshot(tmp_path, doc) -> str:
