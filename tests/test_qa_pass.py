@@ -288,3 +288,9 @@ def test_an_empty_output_path_is_bad_input(tmp_path, args, flag):
 def test_only_names_the_entries_that_match_no_check(value, unknown):
     line = one_line_error(run_gpudoctor("check", "--snapshot", HEALTHY, "--only", value))
     assert line == f"gpudoctor: --only {unknown} matches no check (see --list-checks)"
+
+
+@pytest.mark.parametrize("data,reason", [("", "empty input"), ("\x00\x01binary", "binary data, not nvidia-smi output")])
+def test_parse_smi_names_stdin_as_stdin(data, reason):
+    line = one_line_error(run_gpudoctor("parse-smi", "-", input=data))
+    assert line == f"gpudoctor: <stdin>: {reason}"

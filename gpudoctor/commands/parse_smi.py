@@ -56,6 +56,7 @@ def load_report(path: str, max_bytes: int = MAX_BYTES):
     from gpudoctor.smi import SmiParseError, parse
 
     data = _read(path, max_bytes)
+    path = "<stdin>" if path == "-" else path  # how the messages below name it
     if len(data) > max_bytes:
         size = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes} bytes"
         raise _Unreadable(f"{path}: larger than {size}, not nvidia-smi output")
