@@ -3,9 +3,13 @@
 tests/data/explain_eval.jsonl holds error texts copied from public issue threads (the
 ``source`` of each), labelled with the family the thread's resolution points to, or
 ``not_env_problem`` when the cause was the user's code or data. None of them is a catalog
-example, so the accuracy below says how well the signatures generalise, not how well they
-remember. The bar is the accuracy the current catalog reaches; the failure message lists
-every miss by family.
+example (checked below by thread), but the catalog was improved while looking at them, so
+the accuracy here is a regression bar, not a generalisation estimate: the first 102 cases
+were gathered before the signatures were reworked, the next 28 environment cases were held
+out and read only after that work (13 of 21, then 0 of 7 targeted ones, were right before
+they guided a second pass), and the last 6 program bugs were added unseen (5 of 6 right).
+The bar is the accuracy the current catalog reaches; the failure message lists every miss
+by family.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from tests.test_explain_cases import context_flags
 EVAL_FILE = Path(__file__).resolve().parent / "data" / "explain_eval.jsonl"
 CASES = [json.loads(line) for line in EVAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
 NOT_ENV = "not_env_problem"
-MIN_ACCURACY = 0.95            # measured: 98 of 102 (96.1%)
-MIN_ENV_ACCURACY = 0.95        # environment problems with the right family first: 86 of 89
-MIN_NOT_ENV_ACCURACY = 0.9     # program bugs left without a diagnosis: 12 of 13
+MIN_ACCURACY = 0.95            # measured: 131 of 136 (96.3%)
+MIN_ENV_ACCURACY = 0.96        # environment problems with the right family first: 114 of 117
+MIN_NOT_ENV_ACCURACY = 0.85    # program bugs left without a diagnosis: 17 of 19
 
 
 def _outcome(case):
