@@ -99,8 +99,8 @@ def input_files(paths: Iterable[str]) -> Iterator[Path]:
         if p.is_dir():
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith("."):
+                for name in sorted(files):  # regular files only: a FIFO or socket would block the read
+                    if not name.startswith(".") and (Path(root) / name).is_file():
                         yield Path(root) / name
         else:
             yield p

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -294,3 +295,28 @@ def test_only_names_the_entries_that_match_no_check(value, unknown):
 def test_parse_smi_names_stdin_as_stdin(data, reason):
     line = one_line_error(run_gpudoctor("parse-smi", "-", input=data))
     assert line == f"gpudoctor: <stdin>: {reason}"
+
+
+# --- never hang, never blow up: files that never end ------------------------------------------
+
+def test_hook_config_that_never_ends_reading_is_bounded(tmp_path):
+    fifo = tmp_path / "hook.toml"
+    os.mkfifo(fifo)  # like a config on a stuck mount: open() blocks forever
+    start = time.monotonic()
+    proc = run_gpudoctor("hook", "--snapshot", SERVER, "--config", str(fifo), timeout=60)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gpudoctor: internal error, not judging this node: the hook did not finish")
+
+
+def test_hook_config_larger_than_any_config_is_refused():
+    line = one_line_error(run_gpudoctor("hook", "--snapshot", SERVER, "--config", "/dev/zero", timeout=60))
+    assert line == "gpudoctor: /dev/zero: larger than 1 MiB, not a config file"
+
+
+def test_fleet_skips_fifos_and_devices_inside_a_directory(tmp_path):
+    (tmp_path / "n1.json").write_text(run_gpudoctor("check", "--snapshot", SERVER, "--json").stdout)
+    os.mkfifo(tmp_path / "n2.json")  # a FIFO nobody writes to: reading it would wait forever
+    proc = run_gpudoctor("fleet", "--json", str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["nodes"] == 1

@@ -13,6 +13,7 @@ import click
 
 from gpudoctor.commands.common import InputError, color_option, json_option, nonempty_snapshot
 from gpudoctor.exitcodes import HookExit
+from gpudoctor.hook.config import DEFAULT_TIMEOUT_S
 
 EPILOG = """\b
 Exit codes (Slurm Prolog / HealthCheckProgram, node-problem-detector plugin):
@@ -77,23 +78,20 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
     start = time.monotonic()
     if npd and (as_json or verbose):  # node-problem-detector reads stdout as the message
         raise InputError("--npd prints the verdict alone on stdout; leave out --json and -v")
-    settings = _settings(config_path, snapshot, flags)
+    # Reading a config file on a stuck mount must not hang the hook either: --timeout (if sane) bounds it too.
+    t = flags.get("timeout")
+    guard = _Watchdog((t if t and 0.5 <= t <= 600 else DEFAULT_TIMEOUT_S) + 1.5)
+    try:
+        settings = _settings(config_path, snapshot, flags)
+    finally:
+        guard.cancel()
     watchdog = _Watchdog(settings.timeout + 1.5)
     try:
         outcome, view = _judge(settings, start)
-    except InputError:
-        raise
-    except Exception as exc:  # a bug in gpudoctor must not drain a healthy node
-        from gpudoctor.hook.outcome import crashed
-
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            import traceback
-            traceback.print_exc()
-        outcome, view = crashed(exc), None
+        outcome.duration_s = time.monotonic() - start
+        _write_metrics(settings.prometheus, outcome, view)  # so is a stuck textfile directory
     finally:
         watchdog.cancel()
-    outcome.duration_s = time.monotonic() - start
-    _write_metrics(settings.prometheus, outcome, view)
     try:
         _print(outcome, view, npd, as_json, verbose, color)
     except BrokenPipeError:  # nobody reads stdout any more; the verdict still stands
@@ -116,6 +114,20 @@ def _settings(config_path, snapshot, flags):
 
 
 def _judge(settings, start):
+    try:
+        return _judge_node(settings, start)
+    except InputError:
+        raise
+    except Exception as exc:  # a bug in gpudoctor must not drain a healthy node
+        from gpudoctor.hook.outcome import crashed
+
+        if os.environ.get("GPUDOCTOR_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        return crashed(exc), None
+
+
+def _judge_node(settings, start):
     from gpudoctor.hook import node
     from gpudoctor.hook.outcome import decide
     from gpudoctor.hook.requirements import evaluate

@@ -29,6 +29,7 @@ from typing import Any, Dict, Mapping, Optional
 from gpudoctor.hook.requirements import Requirements
 
 DEFAULT_TIMEOUT_S = 10.0
+MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; /dev/zero is not one
 
 
 class ConfigError(ValueError):
@@ -127,11 +128,16 @@ def read_file(path: str) -> Dict[str, Any]:
     """The raw key/values of a config file (top level, or its ``hook`` table/section)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text config file (it is not UTF-8)") from None
+        with p.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than 1 MiB, not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text config file (it is not UTF-8)") from None
     suffix = p.suffix.lower()
     try:
         if suffix == ".json":
