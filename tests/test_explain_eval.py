@@ -7,7 +7,9 @@ example (checked below by thread), but the catalog was improved while looking at
 the accuracy here is a regression bar, not a generalisation estimate: the first 102 cases
 were gathered before the signatures were reworked, the next 28 environment cases were held
 out and read only after that work (13 of 21, then 0 of 7 targeted ones, were right before
-they guided a second pass), and the last 6 program bugs were added unseen (5 of 6 right).
+they guided a second pass), 6 program bugs were added unseen (5 of 6 right), and the last 9
+(CUDA headers missing, nvcc without the GPU's architecture, WinError 1455) come from other
+threads than the examples of the signatures written for those three messages.
 The bar is the accuracy the current catalog reaches; the failure message lists every miss
 by family.
 """
@@ -24,8 +26,8 @@ from tests.test_explain_cases import context_flags
 EVAL_FILE = Path(__file__).resolve().parent / "data" / "explain_eval.jsonl"
 CASES = [json.loads(line) for line in EVAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
 NOT_ENV = "not_env_problem"
-MIN_ACCURACY = 0.95            # measured: 131 of 136 (96.3%)
-MIN_ENV_ACCURACY = 0.96        # environment problems with the right family first: 114 of 117
+MIN_ACCURACY = 0.95            # measured: 140 of 145 (96.6%)
+MIN_ENV_ACCURACY = 0.97        # environment problems with the right family first: 123 of 126
 MIN_NOT_ENV_ACCURACY = 0.85    # program bugs left without a diagnosis: 17 of 19
 
 
