@@ -170,7 +170,9 @@ def load(directory: str) -> Snapshot:
         for name in filenames:
             full = Path(dirpath) / name
             rel = "/" + full.relative_to(files_root).as_posix()
-            snap.files[rel] = FileRecord(rel, content=_read_text(full))
+            # A FIFO or device here would block the read: recorded as unreadable, like on the machine.
+            snap.files[rel] = (FileRecord(rel, content=_read_text(full)) if full.is_file()
+                               else FileRecord(rel, error="not a regular file"))
     return snap
 
 
@@ -215,6 +217,8 @@ def _check_command(key: str, entry, bad) -> None:
 
 
 def _read_text(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO would block the read
+        raise SnapshotError(f"{path}: not a regular file")
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:

@@ -320,3 +320,28 @@ def test_fleet_skips_fifos_and_devices_inside_a_directory(tmp_path):
     proc = run_gpudoctor("fleet", "--json", str(tmp_path), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["nodes"] == 1
+
+
+def _copy_scenario(tmp_path, name="core-healthy-workstation"):
+    import shutil
+
+    target = tmp_path / "snap"
+    shutil.copytree(SCENARIOS / name / "snapshot", target)
+    return target
+
+
+def test_a_fifo_in_place_of_a_command_output_is_refused_not_waited_on(tmp_path):
+    snap = _copy_scenario(tmp_path)
+    out = snap / "commands" / "nvidia_smi_xml.out"
+    out.unlink()
+    os.mkfifo(out)
+    line = one_line_error(run_gpudoctor("check", "--snapshot", str(snap), timeout=30))
+    assert line == f"gpudoctor: {out}: not a regular file"
+
+
+def test_a_fifo_among_the_recorded_files_is_recorded_as_unreadable(tmp_path):
+    snap = _copy_scenario(tmp_path)
+    os.mkfifo(snap / "files" / "etc" / "fifo.conf")
+    loaded = load(str(snap))
+    assert loaded.file("/etc/fifo.conf").error == "not a regular file"
+    assert "Ubuntu 22.04" in loaded.text("/etc/os-release")
