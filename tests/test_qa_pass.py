@@ -195,6 +195,11 @@ def test_devices_refuses_a_python_that_is_not_an_executable():
 
 # --- help text --------------------------------------------------------------------------
 
+def test_fleet_help_names_every_exit_code():
+    out = " ".join(run_gpudoctor("fleet", "--help").stdout.split())
+    assert "0 no node failed, 1 at least one node reports a failure, 2 no report in the input" in out
+
+
 @pytest.mark.parametrize("command,example", [
     ("snapshot", "gpudoctor snapshot --out"),
     ("parse-smi", "gpudoctor parse-smi"),

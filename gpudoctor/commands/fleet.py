@@ -33,7 +33,8 @@ def command(reports, as_json, limit, color):
       srun -N 64 --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
       gpudoctor fleet --json reports/ > fleet.json
 
-    Exit code 1 when at least one node reports a failure.
+    Exit codes: 0 no node failed, 1 at least one node reports a failure, 2 no report in the
+    input or an unreadable file.
     """
     from gpudoctor import fleet
 
