@@ -6,7 +6,7 @@ from __future__ import annotations
 import tracemalloc
 
 from gpudoctor.explain import catalog
-from gpudoctor.explain.scan import CHUNK, EXCERPT, Scanner
+from gpudoctor.explain.scan import CHUNK, EXCERPT, SHORT_GATE, Scanner, _finder
 
 CAT = catalog.load()
 FILLER = b"2024-05-01 12:00:01 INFO train.py:88 epoch 3 step 1200/5000 loss=0.4312 lr=3.0e-04 throughput=812.5\n"
@@ -138,3 +138,16 @@ def test_two_gates_of_one_message_in_a_long_line_count_it_once():
     result = scan_chunks([line])
     assert result.hits["no_kernel_image"].count == 1
     assert result.long_line == 1
+
+
+def test_every_gate_finder_answers_like_bytes_find():
+    """Short gates are searched with ``re`` (faster there), long ones with ``bytes.find``: same offsets,
+    same bounds (a hit must end before ``end``), -1 when absent."""
+    text = b"x cud CUDA\nGPU: NVRM: ... CUDA driver version is insufficient ... CUDA" + b"." * 40 + b"NCCL"
+    gates = [b"cud", b"CUDA", b"GPU", b"NCCL", b"NVRM", b"absent", b"driver version is insufficient"]
+    assert any(len(g) <= SHORT_GATE for g in gates) and any(len(g) > SHORT_GATE for g in gates)
+    for gate in gates:
+        find = _finder(gate)
+        for start in range(0, len(text), 7):
+            for end in (len(text), len(text) - 2, start + 3, start + 40):
+                assert find(text, start, end) == text.find(gate, start, end), (gate, start, end)
