@@ -9,7 +9,8 @@ were gathered before the signatures were reworked, the next 28 environment cases
 out and read only after that work (13 of 21, then 0 of 7 targeted ones, were right before
 they guided a second pass), 6 program bugs were added unseen (5 of 6 right), and the last 9
 (CUDA headers missing, nvcc without the GPU's architecture, WinError 1455) come from other
-threads than the examples of the signatures written for those three messages.
+threads than the examples of the signatures written for those three messages; the very last
+("Num GPUs: 0" from TensorFlow) was right only after that pattern was widened.
 The bar is the accuracy the current catalog reaches; the failure message lists every miss
 by family.
 """
@@ -26,8 +27,8 @@ from tests.test_explain_cases import context_flags
 EVAL_FILE = Path(__file__).resolve().parent / "data" / "explain_eval.jsonl"
 CASES = [json.loads(line) for line in EVAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
 NOT_ENV = "not_env_problem"
-MIN_ACCURACY = 0.95            # measured: 140 of 145 (96.6%)
-MIN_ENV_ACCURACY = 0.97        # environment problems with the right family first: 123 of 126
+MIN_ACCURACY = 0.97            # measured: 142 of 146 (97.3%)
+MIN_ENV_ACCURACY = 0.98        # environment problems with the right family first: 125 of 127
 MIN_NOT_ENV_ACCURACY = 0.85    # program bugs left without a diagnosis: 17 of 19
 
 
