@@ -193,9 +193,7 @@ def torch_cuda_available(f: Facts):
 def _unavailable_fix(f: Facts, tb, row: Optional[dict], cause: str):
     if row is None or row["recipe"] != "driver_too_old":
         return recipe(row["recipe"] if row else "torch_cuda_unavailable", f, cause=cause)
-    os = knowledge_os(f.get("target_os"))
-    need = knowledge.toolkit_driver(tb.cuda, os) if row.get("driver_rule") == "toolkit" else None
-    need = need.min_driver if need else min_driver(tb.cuda, os)
+    need = min_driver(tb.cuda, knowledge_os(f.get("target_os")))
     fit = _fit(f, tb)
     alt = (dict(alternative=f"install torch {fit.pin}+{fit.variant.name} (CUDA {fit.variant.cuda})",
                 alternative_command=fit.install_command(_python(f))) if fit else

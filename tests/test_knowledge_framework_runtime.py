@@ -30,7 +30,7 @@ def test_every_init_error_row_is_usable():
      "driver_too_old"),
     ("Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
      "that might have already set an error? Error 804: forward compatibility was attempted on non supported HW",
-     "driver_too_old"),
+     "cuda_compat_unsupported"),
     ("RuntimeError: No CUDA GPUs are available", "cuda_visible_devices"),
     ("CUDA error: invalid device ordinal", "cuda_visible_devices"),
     ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver",
@@ -40,27 +40,29 @@ def test_init_error_causes(message, recipe_id):
     assert fr.init_error_cause(message)["recipe"] == recipe_id
 
 
-def test_804_needs_the_toolkit_driver_not_just_minor_compat():
-    assert fr.init_error_cause("Error 804: forward compatibility was attempted on non supported HW")["driver_rule"] \
-        == "toolkit"
+def test_804_is_the_forward_compatibility_recipe_that_explain_gives_too():
+    # The compat libcuda on the library path is the cause; the recipe offers dropping it or a native driver.
+    row = fr.init_error_cause("Error 804: forward compatibility was attempted on non supported HW")
+    assert row["recipe"] == "cuda_compat_unsupported"
+    fix = recipes.recipe(row["recipe"])
+    assert "grep -v '/compat'" in " ".join(fix.commands) and "natively" in fix.summary
 
 
 def test_real_torch_errors_from_the_dev_set_map_to_their_family():
     """Every torch/CUDA-init message in errors-dev whose primary family has a recipe here maps to it."""
     if not CASES.exists():
         pytest.skip("errors-dev set not present")
-    families = {"torch_cpu_build": "torch_cpu_build", "driver_too_old": "driver_too_old",
-                "cuda_visible_devices": "cuda_visible_devices"}
+    families = {"torch_cpu_build", "driver_too_old", "cuda_visible_devices"}
     checked = 0
     for line in CASES.read_text().splitlines():
         case = json.loads(line)
-        want = families.get(case["categories"][0])
-        if want is None:
+        if case["categories"][0] not in families:
             continue
         row = fr.init_error_cause(case["error_text"])
         if row is None:   # e.g. a launcher command line with no CUDA message in it
             continue
-        assert row["recipe"] == want, case["id"]
+        # Cases may carry several true families (videollava-22: driver_too_old and cuda_compat_unsupported).
+        assert recipes.get(row["recipe"])["family"] in case["categories"], case["id"]
         checked += 1
     assert checked >= 5
 

@@ -15,7 +15,7 @@ from ._load import load
 
 def init_error_cause(message: str) -> Optional[Dict]:
     """The row whose pattern matches a framework's CUDA initialisation error (first match wins):
-    ``cause``, ``recipe``, ``points_to`` (the check that reports the cause), ``driver_rule``, ``source``."""
+    ``cause``, ``recipe``, ``points_to`` (the check that reports the cause), ``source``."""
     for row in load("cuda_init_errors")["errors"]:
         if re.search(row["pattern"], message or "", re.I):
             return row
