@@ -6,7 +6,7 @@ import re
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import smi_key
+from gpudoctor.facts.nvidia import recorded_smi_key, smi_key
 from gpudoctor.findings import Evidence, ok, skip, warn
 from gpudoctor.recipes import recipe
 
@@ -57,18 +57,23 @@ def gpu_inforom(f: Facts):
     res = f["smi_result"]
     lines = [ln.strip() for ln in (res.stdout + "\n" + res.stderr).splitlines() if "inforom is corrupted" in ln.lower()]
     report = f.get("smi")
-    lines += [w for w in (report.warnings if report else ()) if "inforom" in w.lower() and w not in lines]
+    seen = {_bare(ln) for ln in lines}  # the parser keeps the same warning without its "WARNING:" prefix
+    lines += [w for w in (report.warnings if report else ()) if "inforom" in w.lower() and _bare(w) not in seen]
     if not lines and res.returncode != 14:
         if not res.ok:
             return skip(f"GPU infoROMs are intact: skipped, nvidia-smi did not answer ({res.describe()})")
         return ok("nvidia-smi prints no infoROM warning")
-    key = next(k for k, v in f.snapshot.commands.items() if v is res)
+    key = recorded_smi_key(f)
     ev = [Evidence(f"command:{key}", ln) for ln in lines[:4]] or [Evidence(f"command:{key}", res.describe())]
-    said = re.sub(r"^WARNING:\s*", "", lines[0]).rstrip(".") if lines else "nvidia-smi exited 14: a GPU's infoROM is corrupted"
+    said = _bare(lines[0]) if lines else "nvidia-smi exited 14: a GPU's infoROM is corrupted"
     return warn(said,
                 detail="The infoROM keeps the board's ECC and page-retirement records; while it is corrupted they "
                        "are lost. The GPU may keep working, but it needs the vendor's repair or an RMA.",
                 evidence=ev, fix=recipe("driver_inforom_corrupted", f))
+
+
+def _bare(line: str) -> str:
+    return re.sub(r"^WARNING:\s*", "", line.strip()).rstrip(".")
 
 
 CHECKS = (gpu_memory_errors, gpu_inforom)

@@ -224,3 +224,11 @@ def test_wsl_linux_driver_seen_only_in_loader_cache_still_fails():
     s = snap(files=WSL, listings={"/usr/lib/wsl/lib": ["libcuda.so.1"]},
              commands={"ldconfig_p": ran(["ldconfig"], "1 libs\n\tlibcuda.so.1 (libc6,x86-64) => /usr/lib64/libcuda.so.1\n")})
     assert one(wsl.wsl_linux_driver, s).status is Status.FAIL
+
+
+def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
+    from gpudoctor.snapshot import load
+    from gpudoctor_checks.gpu_health import gpu_inforom
+
+    (finding,) = run_one(gpu_inforom, Facts(load("fixtures/scenarios/sys-inforom-corrupted")))
+    assert [e.excerpt for e in finding.evidence] == ["WARNING: infoROM is corrupted at gpu 0008:00:00.0"]
