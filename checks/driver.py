@@ -53,8 +53,11 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
     text = (res.stdout + res.stderr).lower()
     code = smi_exit_code(res.returncode)
     if "version mismatch" in text or (code and code.code == 18):
+        # DRV002 names both versions and gives the fix when it can read them; say it once.
+        known = f.has("kernel_module") and f.has("userspace_driver")
         return fail("the NVIDIA kernel module and user-space driver have different versions",
-                    evidence=[cmd_ev] + signs, fix=recipe("driver_library_mismatch", f))
+                    detail="DRV002 has both versions and the fix." if known else None,
+                    evidence=[cmd_ev] + signs, fix=None if known else recipe("driver_library_mismatch", f))
     if "couldn't communicate" in text or res.returncode == 9:
         title, fix = _not_loaded(f)
         return fail(title, evidence=[cmd_ev] + signs, fix=fix)

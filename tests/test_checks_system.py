@@ -232,3 +232,18 @@ def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
 
     (finding,) = run_one(gpu_inforom, Facts(load("fixtures/scenarios/sys-inforom-corrupted")))
     assert [e.excerpt for e in finding.evidence] == ["WARNING: infoROM is corrupted at gpu 0008:00:00.0"]
+
+
+def test_mismatch_fix_is_given_once():
+    from gpudoctor.snapshot import load
+
+    report = __import__("gpudoctor.report", fromlist=["build_report"]).build_report(
+        load("fixtures/scenarios/sys-driver-library-mismatch"))
+    by_id = {f.check_id: f for f in report.findings}
+    assert by_id["DRV001"].fix is None and by_id["DRV001"].detail == "DRV002 has both versions and the fix."
+    assert by_id["DRV002"].fix.kb_id == "driver_library_mismatch"
+    # Without the module's version (a container hides /proc/driver/nvidia), DRV001 keeps the fix itself.
+    s = snap(commands={"nvidia_smi_xml": ran(("nvidia-smi", "-q", "-x"),
+                                             "Failed to initialize NVML: Driver/library version mismatch\n", rc=18)})
+    (finding,) = run_one(driver.driver_answers, Facts(s))
+    assert finding.status.value == "fail" and finding.fix.kb_id == "driver_library_mismatch"
