@@ -65,25 +65,6 @@ def _framework(f: Facts, name: str):
     return Framework(name, data.get("version"), str(cuda) if cuda else None), None
 
 
-def _output_usable(returncode: int) -> bool:
-    """nvidia-smi exits non-zero yet prints its full report for some codes (a corrupted
-    infoROM, exit 14): the knowledge data says which."""
-    from gpudoctor.hook.requirements import smi_exit
-
-    code = smi_exit(returncode)
-    return bool(code and code.output_usable)
-
-
-def _parse(text: str):
-    from gpudoctor import smi
-
-    try:
-        report = smi.parse(text)
-    except smi.SmiParseError:
-        return None
-    return report if report.gpus else None
-
-
 def from_snapshot(snapshot: Snapshot, owners: Optional[Mapping[int, str]] = None,
                   frameworks: Tuple[str, ...] = ("torch", "tensorflow")) -> NodeView:
     f = Facts(snapshot)
@@ -96,9 +77,8 @@ def from_snapshot(snapshot: Snapshot, owners: Optional[Mapping[int, str]] = None
             installed[name] = fw
         elif why is not None and why not in unknown.values():
             unknown[name] = why
+    # The smi fact already keeps a report printed with a non-zero exit (14: infoROM corrupted).
     result, smi = f.get("smi_result"), f.get("smi")
-    if smi is None and result is not None and result.returncode and _output_usable(result.returncode):
-        smi = _parse(result.stdout)
     return NodeView(
         hostname=snapshot.meta.get("hostname"),
         smi_result=result,
