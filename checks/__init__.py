@@ -25,6 +25,8 @@ MODULES = (
     "gpudoctor_checks.visible_devices",
     "gpudoctor_checks.device_lists",
     "gpudoctor_checks.tf_memory",
+    "gpudoctor_checks.node",
+    "gpudoctor_checks.processes",
 )
 
 

@@ -67,15 +67,19 @@ def _known_only(only_ids) -> None:
 @click.option("--root", type=click.Path(exists=True, file_okay=False), default="/", hidden=True,
               help="Read machine files below this directory (for tests).")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Judge the node requirements of a `gpudoctor hook` config file too (GPU count, minimum "
+                   "driver, temperature...): check then fails for the same reasons the hook drains.")
 @color_option
 def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, python, timeout, root,
-            no_frameworks, color):
+            no_frameworks, config_path, color):
     """Check this machine's NVIDIA driver, CUDA, cuDNN and framework builds; print problems and fixes.
 
     \b
     Examples:
       gpudoctor check                       # probe this machine
-      gpudoctor check --json                # machine-readable report (schema gpudoctor.report/1)
+      gpudoctor check --json                # machine-readable report (schema gpudoctor.report/2)
+      gpudoctor check --config hook.toml    # also the hook's node requirements
       gpudoctor check --snapshot DIR        # replay a recorded snapshot or bundle
       gpudoctor check --only DRV --verbose  # only the driver checks, with details
       srun --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
@@ -89,6 +93,7 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     if only and not only_ids:
         raise InputError("--only needs check ids, names or id prefixes (see --list-checks), got an empty value")
     _known_only(only_ids)
+    requirements = _requirements(config_path)
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:
@@ -97,12 +102,24 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
             snap = live_snapshot(python, timeout, root, not no_frameworks, progress)
         finally:
             progress.clear()
-    report = build_report(snap, only=only_ids)
+    report = build_report(snap, only=only_ids, requirements=requirements)
     try:
         _print(report, jsonl, as_json, verbose, color)
     except BrokenPipeError:  # piped into `head`: the report's verdict still stands
         quiet_closed_stdout()
     return report.exit_code(strict)
+
+
+def _requirements(config_path):
+    """The hook's requirements from its config file (None: nothing asked)."""
+    if not config_path:
+        return None
+    from gpudoctor.hook.config import ConfigError, merge, read_file
+
+    try:
+        return merge(read_file(config_path), {}).requirements
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _print(report, jsonl: bool, as_json: bool, verbose: bool, color) -> None:

@@ -128,9 +128,13 @@ def _judge(settings, start):
 
 
 def _judge_node(settings, start):
-    from gpudoctor.hook import node
+    """The same engine as `gpudoctor check`, over a fast snapshot, with the hook's selection."""
+    from gpudoctor.diagnoses import diagnose
+    from gpudoctor.engine import run_checks
+    from gpudoctor.facts import Facts
     from gpudoctor.hook.outcome import decide
-    from gpudoctor.hook.requirements import evaluate
+    from gpudoctor.hook.select import select
+    from gpudoctor.plugins import load_checks
 
     req = settings.requirements
     if settings.snapshot:
@@ -140,11 +144,10 @@ def _judge_node(settings, start):
     else:
         from gpudoctor.hook import live
 
-        snap = live.record(os.environ, start + settings.timeout, settings.python, req.needs_frameworks())
-    view = node.from_snapshot(snap)
-    if not settings.snapshot and req.no_foreign_processes and req.allow_users and view.processes:
-        view = replace(view, owners=live.process_owners(p.pid for p in view.processes))
-    return decide(evaluate(view, req)), view
+        snap = live.record(os.environ, start + settings.timeout, settings.python, req)
+    checks, _problems = load_checks()  # a broken plugin is gpudoctor's problem, not the node's
+    findings = run_checks(snap, select(checks, req), requirements=req)
+    return decide(findings, diagnose(findings)), Facts(snap, req)
 
 
 def _write_metrics(path, outcome, view):
@@ -152,7 +155,9 @@ def _write_metrics(path, outcome, view):
         return
     from gpudoctor.hook import prometheus
 
-    text = prometheus.render(outcome, time.time(), view.gpus if view else (), view.driver_version if view else None)
+    smi = view.get("smi") if view is not None else None
+    driver = (view.get("driver_version") or {}).get("version") if view is not None else None
+    text = prometheus.render(outcome, time.time(), smi.gpus if smi else (), driver)
     try:
         prometheus.write(path, text)
     except OSError as exc:
@@ -175,11 +180,12 @@ def _print(outcome, view, npd, as_json, verbose, color):
 
 
 def _node_dict(view):
+    """The node as the checks saw it (the same summary `check --json` gives as `machine`)."""
     if view is None:
         return None
-    return {"hostname": view.hostname, "driver_version": view.driver_version,
-            "cuda_driver_max": view.cuda_driver_max, "gpus": len(view.gpus),
-            "frameworks": {n: {"version": f.version, "cuda": f.cuda} for n, f in view.frameworks.items()}}
+    from gpudoctor.summary import machine_summary
+
+    return machine_summary(view)
 
 
 def _print_verbose(outcome, color):
@@ -187,10 +193,12 @@ def _print_verbose(outcome, color):
     from gpudoctor.render.style import Style
 
     style = Style.for_stream(sys.stdout, color)
-    status = {"ok": Status.OK, "problem": Status.FAIL, "unknown": Status.SKIP}
-    for r in outcome.results:
+    from gpudoctor.hook.outcome import verdict
+
+    for f in outcome.findings:
         # click.echo strips escape codes off a non-terminal unless told the colour was decided.
-        click.echo(f"{style.status(status[r.state.value])} {r.check:<19} {r.message}", color=style.colour)
+        shown = Status.SKIP if verdict(f) == "unknown" else f.status
+        click.echo(f"{style.status(shown)} {f.check_id:<8} {f.title}", color=style.colour)
     click.echo(f"{outcome.state} in {outcome.duration_s:.2f}s")
 
 

@@ -12,11 +12,18 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict, Optional
 
+from gpudoctor.requirements import Requirements
 from gpudoctor.snapshot import Snapshot
 
 
 class Missing(Exception):
-    """The fact is not available; ``str(exc)`` says why, for a skip reason."""
+    """The fact could not be read; ``str(exc)`` says why, for a skip reason. A check that needs
+    it cannot tell (the hook answers "unknown")."""
+
+
+class NotApplicable(Missing):
+    """The fact does not exist on this machine, and that is an answer (torch is not installed,
+    nvidia-smi is not installed): a check that needs it does not apply."""
 
 
 _PROVIDERS: Dict[str, Callable[["Facts"], Any]] = {}
@@ -82,9 +89,10 @@ def known_facts() -> Dict[str, str]:
 class Facts:
     """Lazy, cached facts over one snapshot. ``facts["smi"]`` raises Missing when absent."""
 
-    def __init__(self, snapshot: Snapshot):
+    def __init__(self, snapshot: Snapshot, requirements: Optional[Requirements] = None):
         _load_providers()
         self.snapshot = snapshot
+        self.requirements = requirements or Requirements()
         self._values: Dict[str, Any] = {}
         self._errors: Dict[str, BaseException] = {}
 
@@ -116,6 +124,21 @@ class Facts:
             return True
         except Missing:
             return False
+
+    def failure(self, name: str) -> Optional[Missing]:
+        """Why fact ``name`` is missing (the exception, so NotApplicable stays NotApplicable)."""
+        try:
+            self[name]
+            return None
+        except Missing as exc:
+            return exc
+
+    def missing_as(self, name: str, fallback: str) -> Missing:
+        """A Missing to raise for a fact derived from ``name``: same reason, same kind."""
+        exc = self.failure(name)
+        if exc is None:
+            return Missing(fallback)
+        return type(exc)(str(exc) or fallback)
 
     def why_missing(self, name: str) -> Optional[str]:
         try:

@@ -55,3 +55,12 @@ def gpu_processes(f: Facts) -> List:
     if report.format in ("list", "csv"):
         raise Missing(f"the recorded nvidia-smi output ({report.format}) has no process list")
     return list(report.processes)
+
+
+@fact("process_owners")
+def process_owners(f: Facts) -> Dict[int, str]:
+    """User names of the GPU processes, as recorded live (nvidia-smi does not print them)."""
+    owners = f.snapshot.meta.get("process_owners")
+    if not isinstance(owners, dict):
+        raise Missing("process owners were not recorded in this snapshot (a live run records them)")
+    return {int(pid): str(user) for pid, user in owners.items() if str(pid).isdigit()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, NotApplicable, fact
 
 
 def _probe(f: Facts, name: str) -> Dict:
@@ -21,7 +21,7 @@ def _installed(f: Facts, name: str) -> Dict:
     if probe.get("timed_out"):
         raise Missing(f"the {name} probe did not finish within {probe.get('duration_s', '?')}s")
     if data.get("installed") is False:
-        raise Missing(f"{name} is not installed for {python}")
+        raise NotApplicable(f"{name} is not installed for {python}")
     if "installed" not in data and probe.get("error"):
         raise Missing(f"the {name} probe could not run {python}: {probe['error']}")
     if "installed" not in data:

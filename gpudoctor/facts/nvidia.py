@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
-from gpudoctor.facts import Facts, Missing, command_result, fact
+from gpudoctor.facts import Facts, Missing, NotApplicable, command_result, fact
 from gpudoctor.runner import CommandResult
 
 # nvidia-smi outputs in order of preference; the XML is the most complete.
@@ -57,11 +57,12 @@ def smi_parsed(f: Facts):
     """(command key, SmiReport): which nvidia-smi output the report was read from."""
     from gpudoctor import smi as smi_parser
 
-    reasons = []
+    reasons, absent = [], []
     for key in SMI_KEYS:
         res = f.snapshot.command(key)
         if res is None:
             continue
+        absent.append(res.error == "not found")
         if not res.ran or res.timed_out:
             reasons.append(smi_failure(res))
             continue
@@ -74,6 +75,8 @@ def smi_parsed(f: Facts):
         if report.gpus or (res.ok and not report.errors):
             return key, report
         reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}`: {report.errors[0]}")
+    if absent and all(absent):  # no nvidia-smi at all: DRV001 judges that; nothing here to read
+        raise NotApplicable(reasons[0])
     raise Missing(reasons[0] if reasons else "nvidia-smi was not recorded in this snapshot")
 
 
@@ -152,7 +155,7 @@ def driver_version(f: Facts) -> Dict[str, str]:
     v = nvml_value(nv.get("driver_version")) if nv else None
     if v:
         return {"version": str(v), "source": "nvml:driver_version"}
-    raise Missing(f.why_missing("smi") or "no driver version was recorded")
+    raise f.missing_as("smi", "no driver version was recorded")
 
 
 @fact("cuda_driver_max")
@@ -214,7 +217,7 @@ def gpus(f: Facts) -> List[Gpu]:
                        None if mig is None else ("Enabled" if mig == 1 else "Disabled")))
     if out:
         return out
-    raise Missing(f.why_missing("smi") or "no GPU inventory was recorded")
+    raise f.missing_as("smi", "no GPU inventory was recorded")
 
 
 def _cc_from_name(name: Optional[str]) -> Optional[str]:

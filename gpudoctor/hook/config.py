@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
-from gpudoctor.hook.requirements import Requirements
+from gpudoctor.requirements import Requirements
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; /dev/zero is not one
