@@ -12,6 +12,11 @@ from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.recipes import recipe
 
 
+def seconds(s: float) -> str:
+    """"10s", "1.5s": a hook's sub-second deadlines stay readable."""
+    return f"{s:.0f}s" if s >= 10 or float(s).is_integer() else f"{s:.1f}s"
+
+
 def _gpu_evidence(f: Facts):
     """Signs that an NVIDIA GPU is present even though the driver did not answer."""
     ev = []
@@ -35,7 +40,7 @@ def driver_answers(f: Facts):
     signs = _gpu_evidence(f)
     cmd_ev = Evidence(f"command:{recorded_smi_key(f)}", smi_failure(res) if not res.ok else (f.why_missing("smi") or ""))
     if res.timed_out:
-        return fail(f"nvidia-smi did not answer within {res.duration_s:.0f}s",
+        return fail(f"nvidia-smi did not answer within {seconds(res.duration_s)}",
                     detail="A hung nvidia-smi usually means a GPU or the driver is stuck; jobs will hang too.",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_hung", f))
     if res.error == "not found" and not signs:

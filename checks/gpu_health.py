@@ -7,7 +7,7 @@ import re
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import recorded_smi_key, smi_key
-from gpudoctor.findings import Evidence, ok, skip, warn
+from gpudoctor.findings import Evidence, fail, ok, skip, warn
 from gpudoctor.recipes import recipe
 
 
@@ -35,7 +35,9 @@ def gpu_memory_errors(f: Facts):
             continue
         label = f"GPU {g.index if g.index is not None else i} ({g.name or 'unknown GPU'})"
         index = g.index if g.index is not None else i
-        findings.append(warn(f"{label}: {'; '.join(problems)}", subject=g.pci_bus_id,
+        # NVIDIA's guidance for pending retirement / remapping is to drain the GPU and reset it: a
+        # failure, so that `check` and the hook (which drains on it) say the same.
+        findings.append(fail(f"{label}: {'; '.join(problems)}", subject=g.pci_bus_id,
                              detail="Bad GPU memory is only taken out of use at the next GPU reset; until then "
                                     "jobs can hit it and die with uncorrectable ECC errors.",
                              evidence=[Evidence(f"command:{smi_key(f)}", p) for p in problems],

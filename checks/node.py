@@ -15,7 +15,7 @@ from gpudoctor import knowledge
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import smi_key
-from gpudoctor.findings import Evidence, fail, ok, skip
+from gpudoctor.findings import Evidence, fail, ok, unknown
 from gpudoctor.framework_fixes import knowledge_os
 
 
@@ -37,6 +37,9 @@ def mib(n: int) -> str:
     return f"{n / 1024:.1f}GiB" if n >= 1024 else f"{n}MiB"
 
 
+NODE = "node_requirement"  # the diagnosis family of a threshold an administrator set
+
+
 def _ev(f: Facts, text: str) -> Evidence:
     return Evidence(f"command:{smi_key(f)}", text)
 
@@ -51,10 +54,10 @@ def gpu_count(f: Facts):
     elif res.error == "not found":
         n = 0
     else:
-        return skip(f"cannot count GPUs: {f.why_missing('smi')} (DRV001)")
+        return unknown(f"cannot count GPUs: {f.why_missing('smi')} (DRV001)")
     ev = [_ev(f, f"{n} GPU(s) listed")]
     if n < want:
-        return fail(f"{n} of {want} GPUs visible", evidence=ev)
+        return fail(f"{n} of {want} GPUs visible", evidence=ev, family=NODE)
     return ok(f"{n} GPU(s) visible, {want} required", evidence=ev)
 
 
@@ -65,10 +68,10 @@ def min_driver(f: Facts):
     try:
         too_old = Version(have) < Version(want)
     except InvalidVersion:
-        return skip(f"driver version {have!r} cannot be compared")
+        return unknown(f"driver version {have!r} cannot be compared")
     ev = [Evidence(f["driver_version"]["source"], f"driver {have}")]
     if too_old:
-        return fail(f"driver {have} < {want}", evidence=ev)
+        return fail(f"driver {have} < {want}", evidence=ev, family=NODE)
     return ok(f"driver {have} >= {want}", evidence=ev)
 
 
@@ -80,15 +83,16 @@ def driver_runs_cuda(f: Facts):
     want, have = f.requirements.cuda, f["driver_version"]["version"]
     need = knowledge.min_driver_for_cuda(want, knowledge_os(f.get("target_os")))
     if need is None:
-        return skip(f"gpudoctor does not know which driver CUDA {want} needs")
+        return unknown(f"gpudoctor does not know which driver CUDA {want} needs")
     supports = f.get("cuda_driver_max")
     ev = [Evidence(f["driver_version"]["source"], f"driver {have}" + (f", CUDA {supports}" if supports else ""))]
     try:
         too_old = Version(have) < Version(need.min_driver)
     except InvalidVersion:
-        return skip(f"driver version {have!r} cannot be compared")
+        return unknown(f"driver version {have!r} cannot be compared")
     if too_old:
-        return fail(f"driver {have} < {need.min_driver} needed for CUDA {want}", evidence=ev)
+        return fail(f"driver {have} < {need.min_driver} needed for CUDA {want}", evidence=ev,
+                    family="driver_too_old")
     return ok(f"driver {have} runs CUDA {want} (needs >= {need.min_driver})", evidence=ev)
 
 
@@ -104,11 +108,11 @@ def max_temp(f: Facts):
     limit = f.requirements.max_temp
     temps, missing = _per_gpu(f, "temperature_c")
     if missing:
-        return skip(f"{gpu_list(missing)}: temperature not reported")
+        return unknown(f"{gpu_list(missing)}: temperature not reported")
     hot = {i: t for i, t in temps.items() if t > limit}
     ev = [_ev(f, ", ".join(f"GPU {i} {t}C" for i, t in sorted(temps.items())))]
     if hot:
-        return fail(f"{gpu_list(hot)} at {max(hot.values())}C > {limit}C", evidence=ev)
+        return fail(f"{gpu_list(hot)} at {max(hot.values())}C > {limit}C", evidence=ev, family=NODE)
     return ok(f"hottest GPU {max(temps.values(), default=0)}C <= {limit}C", evidence=ev)
 
 
@@ -117,10 +121,11 @@ def max_temp(f: Facts):
 def persistence(f: Facts):
     modes, missing = _per_gpu(f, "persistence_mode")
     if missing:
-        return skip(f"{gpu_list(missing)}: persistence mode not reported")
+        return unknown(f"{gpu_list(missing)}: persistence mode not reported")
     off = [i for i, m in modes.items() if str(m).lower() != "enabled"]
     if off:
-        return fail(f"{gpu_list(off)}: persistence mode off", evidence=[_ev(f, f"{len(off)} GPU(s) Disabled")])
+        return fail(f"{gpu_list(off)}: persistence mode off", evidence=[_ev(f, f"{len(off)} GPU(s) Disabled")],
+                    family=NODE)
     return ok("persistence mode on")
 
 
@@ -130,13 +135,14 @@ def min_free_mem(f: Facts):
     want = f.requirements.min_free_mem_mib
     totals, missing = _per_gpu(f, "memory_total_mib")
     if missing:
-        return skip(f"{gpu_list(missing)}: memory not reported")
+        return unknown(f"{gpu_list(missing)}: memory not reported")
     used = {g.index if g.index is not None else i: g.memory_used_mib or 0 for i, g in enumerate(f["smi"].gpus)}
     free = {i: totals[i] - used[i] for i in totals}
     short = {i: m for i, m in free.items() if m < want}
     ev = [_ev(f, ", ".join(f"GPU {i} {mib(m)} free" for i, m in sorted(free.items())))]
     if short:
-        return fail(f"{gpu_list(short)}: {mib(min(short.values()))} free < {mib(want)}", evidence=ev)
+        return fail(f"{gpu_list(short)}: {mib(min(short.values()))} free < {mib(want)}", evidence=ev,
+                    family=NODE)
     return ok(f"least free {mib(min(free.values(), default=0))} >= {mib(want)}", evidence=ev)
 
 

@@ -6,7 +6,7 @@ import os
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.findings import Evidence, fail, ok, skip
+from gpudoctor.findings import Evidence, fail, ok, unknown
 from gpudoctor_checks.node import gpu_list
 
 
@@ -37,7 +37,7 @@ def foreign_processes(f: Facts):
                   and not _allowed_name(p, req.allow_processes)]
     owners = f.get("process_owners")
     if req.allow_users and candidates and owners is None:
-        return skip(f"cannot tell whose {len(candidates)} GPU process(es) these are: "
+        return unknown(f"cannot tell whose {len(candidates)} GPU process(es) these are: "
                     f"{f.why_missing('process_owners')}")
     foreign = [p for p in candidates if not (req.allow_users and owners.get(p.pid) in req.allow_users)]
     if not foreign:
@@ -47,7 +47,7 @@ def foreign_processes(f: Facts):
     ev = [Evidence("command:nvidia_smi_xml", f"GPU {p.gpu_index}: pid {p.pid} {p.name} "
                    f"({(owners or {}).get(p.pid, 'owner unknown')})") for p in foreign[:8]]
     return fail(f"{len(foreign)} foreign GPU process(es) on {gpu_list(p.gpu_index for p in foreign)}: "
-                f"{shown}{more}", evidence=ev)
+                f"{shown}{more}", evidence=ev, family="node_requirement")
 
 
 CHECKS = (foreign_processes,)

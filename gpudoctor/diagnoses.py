@@ -7,8 +7,9 @@ one fix. Two rules group findings, both declared by the checks themselves:
 
 * a finding that names ``symptom_of`` checks is a symptom of their problem when one of
   them has one (TRC004 says which check's failure explains it);
-* findings of the same family about the same subject are one diagnosis (the same recipe
-  reached from three checks).
+* findings of the same family about the same subject whose fixes come from the same recipe
+  are one diagnosis (the same recipe reached from three checks). Findings without a fix
+  never merge this way: two thresholds an administrator set are two problems.
 
 The cause of a diagnosis is its most severe finding (ties: the first check in report
 order); its fix is that finding's fix, which the check chose against every fact of the
@@ -108,10 +109,12 @@ def _root(f: Finding, parent: Dict[int, Optional[Finding]], order: Dict[int, int
 
 
 def _merge_same_family(groups, order: Dict[int, int]):
-    """Groups whose roots share a family and a subject are one root cause: (roots, members)."""
-    merged: Dict[Tuple[str, Optional[str]], Tuple[List[Finding], List[Finding]]] = {}
+    """Groups whose roots share a family, a subject and a fix recipe are one root cause: (roots, members)."""
+    merged: Dict[Tuple, Tuple[List[Finding], List[Finding]]] = {}
     for root, members in groups:
-        roots, all_members = merged.setdefault((family_of(root), root.subject), ([], []))
+        recipe = root.fix.kb_id if root.fix is not None else None
+        key = (family_of(root), root.subject, recipe) if recipe else ("finding", id(root))
+        roots, all_members = merged.setdefault(key, ([], []))
         roots.append(root)
         all_members.extend(members)
     return list(merged.values())

@@ -40,8 +40,9 @@ def xml(name: str, **edits: str) -> str:
 
 
 def save(directory: Path, result: Optional[CommandResult], frameworks: Optional[Dict] = None,
-         hostname: str = "node01") -> Path:
-    snap = Snapshot(meta={"hostname": hostname, "gpudoctor_version": "test"}, frameworks=frameworks or {})
+         hostname: str = "node01", meta: Optional[Dict] = None) -> Path:
+    snap = Snapshot(meta={"hostname": hostname, "gpudoctor_version": "test", **(meta or {})},
+                    frameworks=frameworks or {})
     if result is not None:
         snap.commands["nvidia_smi_xml"] = result
     snap.save(str(directory))

@@ -63,7 +63,7 @@ def test_json_schema():
     proc = run_gpudoctor("check", "--snapshot", NOT_LOADED, "--json")
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
-    assert data["schema"] == "gpudoctor.report/1"
+    assert data["schema"] == "gpudoctor.report/2"
     drv = next(f for f in data["findings"] if f["check_id"] == "DRV001")
     assert set(drv) >= {"check_id", "status", "title", "subject", "evidence", "fix"}
     assert drv["status"] == "fail"

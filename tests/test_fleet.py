@@ -17,8 +17,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def report(host, driver="550.90.07", cuda="12.4", gpus=8, model=H100, torch="2.4.0+cu121", findings=()):
-    """A report shaped like `gpudoctor check --json` (schema gpudoctor.report/1), machine and findings."""
-    return {"schema": "gpudoctor.report/1", "source": "live", "snapshot": {"hostname": host},
+    """A report shaped like `gpudoctor check --json` (schema gpudoctor.report/2), machine and findings."""
+    return {"schema": "gpudoctor.report/2", "source": "live", "snapshot": {"hostname": host},
             "machine": {"hostname": host, "driver_version": driver, "cuda_driver_max": cuda,
                         "gpus": [{"index": i, "name": model} for i in range(gpus)],
                         "frameworks": {"torch": {"installed": torch is not None, "version": torch}}},

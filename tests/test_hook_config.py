@@ -8,7 +8,7 @@ import pytest
 
 from gpudoctor.cli import main
 from gpudoctor.hook.config import ConfigError, Settings, merge, parse_size_mib, read_file
-from gpudoctor.hook.requirements import Requirements
+from gpudoctor.requirements import Requirements
 from tests import hook_snapshots as hs
 
 TOML = """

@@ -152,7 +152,7 @@ def test_hook_npd_output_cannot_be_mixed_with_another_stdout_format(extra):
 
 def test_hook_names_why_the_framework_probe_could_not_run():
     proc = run_gpudoctor("hook", "-v", "--cuda", "12.1", "--python", "/nonexistent/python")
-    line = next(l for l in proc.stdout.splitlines() if "framework_cuda" in l)
+    line = next(l for l in proc.stdout.splitlines() if "TRC001" in l)
     assert "the torch probe could not run /nonexistent/python: not found" in line
     assert "exit code None" not in line
 
@@ -265,7 +265,7 @@ def test_fleet_skips_a_damaged_report_and_summarises_the_rest(tmp_path, damage):
 
 def test_color_flag_forces_colour_in_hook_and_fleet(tmp_path):
     hook = run_gpudoctor("hook", "--snapshot", "fixtures/scenarios/core-driver-not-loaded", "-v", "--color")
-    assert "\x1b[31m[✗]\x1b[0m driver" in hook.stdout
+    assert "\x1b[31m[✗]\x1b[0m DRV001" in hook.stdout
     report = run_gpudoctor("check", "--snapshot", "fixtures/scenarios/core-driver-not-loaded", "--json").stdout
     (tmp_path / "n1.json").write_text(report)
     fleet = run_gpudoctor("fleet", "--color", str(tmp_path))

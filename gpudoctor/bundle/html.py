@@ -41,7 +41,7 @@ code{font-family:ui-monospace,monospace;font-size:13px} details{margin:10px 0}
 
 
 def render(report: Dict, notice: Optional[str] = None) -> str:
-    """The page for ``report`` (a ``gpudoctor.report/1`` dict); ``notice`` says what was redacted."""
+    """The page for ``report`` (a ``gpudoctor.report/2`` dict); ``notice`` says what was redacted."""
     m = report.get("machine") or {}
     host = m.get("hostname") or "unknown host"
     meta = report.get("snapshot") or {}

@@ -73,20 +73,17 @@ def decide(findings: Sequence[Finding], diagnoses: Sequence = ()) -> Outcome:
     failed = [f for f in findings if verdict(f) == "problem"]
     if failed:
         return Outcome(HookExit.PROBLEM, _problem_reasons(failed, diagnoses), "", list(findings), list(diagnoses))
-    unknowns = [message(f) for f in findings if verdict(f) == "unknown"]
+    unknowns = list(dict.fromkeys(message(f) for f in findings if verdict(f) == "unknown"))
     if unknowns:
         return Outcome(HookExit.UNKNOWN, unknowns, UNKNOWN_LEAD, list(findings), list(diagnoses))
     return Outcome(HookExit.OK, [], "", list(findings), list(diagnoses))
 
 
 def _problem_reasons(failed: Sequence[Finding], diagnoses: Sequence) -> List[str]:
-    out: List[str] = []
-    for f in failed:
-        diag = next((d for d in diagnoses if d.covers(f)), None)
-        text = diag.title if diag is not None else message(f)
-        if text not in out:
-            out.append(text)
-    return out
+    """Diagnoses with a failure, most serious first (their order), then failures none covers."""
+    out = [d.title for d in diagnoses if any(d.covers(f) for f in failed)]
+    out += [message(f) for f in failed if not any(d.covers(f) for d in diagnoses)]
+    return list(dict.fromkeys(out))
 
 
 def crashed(exc: BaseException) -> Outcome:
