@@ -9,6 +9,7 @@ from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
+from gpudoctor.knowledge.smi_failures import classify
 from gpudoctor.recipes import recipe
 
 
@@ -54,21 +55,21 @@ def driver_answers(f: Facts):
 
 
 def _failure(f: Facts, res, cmd_ev: Evidence, signs):
-    """nvidia-smi ran and failed: its words first, then its exit code (NVML's return code)."""
-    text = (res.stdout + res.stderr).lower()
+    """nvidia-smi ran and failed: its words first, then its exit code (NVML's return code), both read
+    through the one table of nvidia-smi failures that explain uses too."""
+    said = classify(res.stdout, res.stderr, res.returncode)
     code = smi_exit_code(res.returncode)
-    if "version mismatch" in text or (code and code.code == 18):
+    if said is not None and said.id == "version_mismatch":
         # DRV002 names both versions and gives the fix when it can read them; say it once.
         known = f.has("kernel_module") and f.has("userspace_driver")
-        return fail("the NVIDIA kernel module and user-space driver have different versions",
-                    detail="DRV002 has both versions and the fix." if known else None,
-                    evidence=[cmd_ev] + signs, fix=None if known else recipe("driver_library_mismatch", f))
-    if "couldn't communicate" in text or res.returncode == 9:
+        return fail(said.title, detail="DRV002 has both versions and the fix." if known else None,
+                    evidence=[cmd_ev] + signs, fix=None if known else recipe(said.recipe, f),
+                    family=said.family, symptom_of=("DRV002",))
+    if said is not None and said.id == "cannot_communicate":
         title, fix = _not_loaded(f)
         return fail(title, evidence=[cmd_ev] + signs, fix=fix)
-    if "no devices were found" in text:
-        return fail("the NVIDIA driver is loaded but finds no GPU",
-                    evidence=[cmd_ev] + signs, fix=recipe("driver_not_loaded", f))
+    if said is not None:
+        return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family)
     if code:
         fix = recipe(code.recipe, f, exit_code=code.code, meaning=code.meaning) if code.recipe else None
         return fail(f"nvidia-smi exited {code.code}: {code.meaning}", evidence=[cmd_ev] + signs, fix=fix)

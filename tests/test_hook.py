@@ -87,12 +87,12 @@ def test_no_nvidia_smi_fails_only_a_node_that_should_have_gpus(tmp_path, capsys)
     assert hook(capsys, "--snapshot", str(snap), "--gpus", "1") == (1, "", "gpudoctor: 0 of 1 GPUs visible\n")
 
 
-def test_gpu_fallen_off_the_bus_is_named_from_the_exit_code_data(tmp_path, capsys):
+def test_gpu_fallen_off_the_bus_is_named_from_nvidia_smis_words(tmp_path, capsys):
     lost = CommandResult(hs.ARGV, 15, "", "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n",
                          0.4)
     code, _, err = hook(capsys, "--snapshot", str(hs.save(tmp_path / "s", lost)))
     assert code == 1
-    assert err == "gpudoctor: nvidia-smi exited 15: a GPU has fallen off the bus or otherwise become inaccessible\n"
+    assert err == "gpudoctor: GPU 0000:3B:00.0 has fallen off the bus or stopped answering\n"
 
 
 def test_corrupted_inforom_warning_keeps_the_gpus_judged(tmp_path, capsys):

@@ -88,3 +88,15 @@ def _version_values(node):
 def test_every_version_string_parses(path):
     for key, value in _version_values(json.loads(path.read_text(encoding="utf-8"))):
         Version(value)  # raises InvalidVersion on anything packaging cannot compare
+
+
+def test_every_nvidia_smi_failure_matches_its_real_examples_and_only_its_row_claims_them():
+    from gpudoctor.knowledge.smi_failures import failure_in
+
+    rows = _load("nvidia_smi_failures")["failures"]
+    assert len({r["id"] for r in rows}) == len(rows)
+    for row in rows:
+        assert row["examples"], row["id"]
+        for example in row["examples"]:
+            said = failure_in([example])
+            assert said is not None and said.id == row["id"], (row["id"], example)

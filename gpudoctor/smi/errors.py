@@ -6,23 +6,12 @@ still listed). Those sentences are the diagnosis, so they are kept verbatim.
 """
 
 import re
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
-# Each pattern matches one line nvidia-smi (or the driver it talks to) prints.
-_ERROR = re.compile("|".join("(?:%s)" % p for p in (
-    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
-    r"Failed to initialize NVML",
-    r"^No devices were found",
-    r"Unable to determine the device handle for (GPU|gpu)",
-    r"GPU has fallen off the bus",
-    r"GPU is lost\.",
-    r"NVIDIA-SMI couldn't find libnvidia-ml\.so",
-    r"NVML library version:",
-    r"^Unable to determine the number of devices",
-)), re.IGNORECASE)
-# The distinctive words of the messages above, to skip the line-by-line scan quickly.
-_KEYWORDS = re.compile(r"NVIDIA-SMI has failed|NVML|No devices were found|device handle|fallen off the bus"
-                       r"|GPU is lost|libnvidia-ml|number of devices", re.IGNORECASE)
+from gpudoctor.knowledge.smi_failures import any_failure
+
+# The failure sentences themselves live in one table shared with DRV001 and explain
+# (knowledge/data/nvidia_smi_failures.json).
 _WARNING = re.compile(r"^\s*WARNING:\s*(.+?)\s*$")
 
 
@@ -32,15 +21,12 @@ class SmiParseError(ValueError):
 
 def find_errors(lines: List[str]) -> Tuple[str, ...]:
     """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
-    found: List[str] = []
-    if not _KEYWORDS.search("\n".join(lines)):
-        return ()
+    pattern = any_failure()
+    found: Dict[str, None] = {}
     for line in lines:
         text = line.strip().strip("|").strip()
-        if len(text) > 400:
-            continue
-        if _ERROR.search(text) and text not in found:
-            found.append(text)
+        if text and len(text) <= 400 and text not in found and pattern.search(text):
+            found[text] = None
     return tuple(found)
 
 
