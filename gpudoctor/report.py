@@ -32,6 +32,7 @@ class Report:
     source: Optional[str] = None
     machine: Dict = field(default_factory=dict)
     diagnoses: List[Diagnosis] = field(default_factory=list)
+    devices: Optional[Dict] = None  # the CUDA_VISIBLE_DEVICES mapping (visible_devices.Mapping.to_dict)
 
     def diagnosis_of(self, finding: Finding) -> Optional[int]:
         """The index of the diagnosis that covers ``finding``, or None."""
@@ -65,6 +66,7 @@ class Report:
             "machine": self.machine,
             "summary": {**self.counts(), "diagnoses": len(self.diagnoses)},
             "diagnoses": [d.to_dict() for d in self.diagnoses],
+            "devices": self.devices,
             "findings": [self._finding_dict(f) for f in self.findings],
             "checks": [c.info() for c in self.checks],
             "plugin_problems": [p.to_dict() for p in self.plugin_problems],
@@ -85,6 +87,9 @@ def build_report(snapshot: Snapshot, only: Optional[Sequence[str]] = None,
         checks, problems = load_checks()
     findings = run_checks(snapshot, checks, only, requirements)
     ran = {f.check_id for f in findings}
+    facts = Facts(snapshot, requirements)
+    mapping = facts.get("visible_devices")
     return Report(findings=findings, checks=[c for c in checks if c.id in ran], plugin_problems=problems,
                   snapshot_meta=snapshot.meta, source=snapshot.source,
-                  machine=machine_summary(Facts(snapshot)), diagnoses=diagnose(findings))
+                  machine=machine_summary(facts), diagnoses=diagnose(findings),
+                  devices=mapping.to_dict() if mapping is not None else None)

@@ -88,6 +88,22 @@ class Mapping:
     def certain(self) -> bool:
         return self.order_source in CERTAIN
 
+    def to_dict(self) -> dict:
+        """The mapping as a report carries it (renderers show this, they never recompute it)."""
+        visible_ids = {id(v.gpu) for v in self.visible}
+        return {
+            "cuda_visible_devices": self.spec.raw, "order": self.order, "order_source": self.order_source,
+            "certain": self.certain, "order_known": self.order_known,
+            "visible": [{"cuda_index": v.cuda_index, "entry": v.entry, "gpu_index": getattr(v.gpu, "index", None),
+                         "name": getattr(v.gpu, "name", None), "uuid": getattr(v.gpu, "uuid", None),
+                         "pci_bus_id": getattr(v.gpu, "pci_bus_id", None),
+                         "mig_uuid": getattr(v.mig, "uuid", None)} for v in self.visible],
+            "hidden": [{"gpu_index": getattr(g, "index", None), "name": getattr(g, "name", None),
+                        "pci_bus_id": getattr(g, "pci_bus_id", None)}
+                       for g in self.gpus if id(g) not in visible_ids],
+            "problems": [{"code": p.code, "message": p.message, "hides_all": p.hides_all} for p in self.problems],
+        }
+
     @property
     def physical_count(self) -> int:
         return len(self.gpus)
