@@ -6,12 +6,33 @@ for a value the snapshot does not have.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Mapping, Optional
+
+from gpudoctor.facts.cuda_paths import default_toolkit
+from gpudoctor.framework_fixes import framework_context
+
+DISTRO_FAMILIES = ("debian", "rhel", "suse", "arch")
+
+
+def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
+    """The distribution family whose commands a recipe gives: debian, rhel, suse, arch or default."""
+    if not os_release:
+        return "default"
+    ids = [os_release.get("ID", "")] + os_release.get("ID_LIKE", "").split()
+    for i in ids:
+        i = i.lower()
+        if i in ("debian", "ubuntu"):
+            return "debian"
+        if i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn"):
+            return "rhel"
+        if i.startswith(("sles", "suse", "opensuse")):
+            return "suse"
+        if i in ("arch", "manjaro"):
+            return "arch"
+    return "default"
 
 
 def machine_context(f) -> Dict[str, Any]:
-    from gpudoctor.recipes import distro_family
-
     ctx: Dict[str, Any] = {}
     osr = f.get("os_release")
     wsl = f.get("wsl") or {}
@@ -41,16 +62,12 @@ def machine_context(f) -> Dict[str, Any]:
     if tf:
         ctx["tf_version"] = tf.get("version")
     ctx["python"] = f.snapshot.meta.get("python") or "python"
-    from gpudoctor.framework_fixes import framework_context  # torch/TF fit, CUDA_VISIBLE_DEVICES
-
-    ctx.update(framework_context(f))
+    ctx.update(framework_context(f))  # torch/TF fit, CUDA_VISIBLE_DEVICES
     return ctx
 
 
 def _cuda_toolkit_context(f) -> Dict[str, Any]:
     """The toolkit builds use here (CUDA_HOME, nvcc, /usr/local/cuda), else the driver's CUDA major."""
-    from gpudoctor.facts.cuda_paths import default_toolkit
-
     toolkit = default_toolkit(f) if f.has("cuda_toolkits") else None
     if toolkit is not None and toolkit.major_minor():
         return {"cuda_root": toolkit.root, "cuda_major": toolkit.major_minor().split(".")[0]}

@@ -226,14 +226,3 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise SnapshotError(f"{path}: unreadable ({exc.strerror})") from None
 
-
-def load_any(path: str) -> Snapshot:
-    """Load a snapshot folder or a support bundle (.tar.gz); the bundle reader registers here."""
-    p = Path(path)
-    if p.is_file():
-        try:
-            from gpudoctor.bundle.read import load_bundle  # provided by the bundle feature
-        except ImportError:
-            raise SnapshotError(f"{path}: reading bundles is not supported by this install") from None
-        return load_bundle(path)
-    return load(path)

@@ -12,6 +12,7 @@ from html import escape
 from types import SimpleNamespace
 from typing import Dict, Iterable, List, Optional
 
+from gpudoctor import visible_devices as vd
 from gpudoctor.findings import Status
 from gpudoctor.render.style import GLYPHS
 
@@ -152,10 +153,6 @@ def _visible(env: Dict[str, str], gpus: List[Dict]) -> List[str]:
     out = ["<h2>CUDA_VISIBLE_DEVICES</h2>"]
     names = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
     out.append(_table(("variable", "value"), [(n, env[n] if n in env else "(not set)") for n in names]))
-    try:
-        from gpudoctor import visible_devices as vd
-    except ImportError:
-        return out
     objs = [SimpleNamespace(**{**g, "mig_devices": [SimpleNamespace(**d) for d in g.get("mig_devices") or []]})
             for g in gpus]
     mapping = vd.resolve(vd.parse(env.get("CUDA_VISIBLE_DEVICES")), objs, env.get("CUDA_DEVICE_ORDER"))

@@ -20,7 +20,7 @@ SCHEMA = "gpudoctor.devices/1"
 
 
 def _live(timeout: float, python: Optional[str], torch: bool):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
 
     opts = CollectOptions(timeout=timeout, commands=("nvidia_smi_xml", "nvidia_smi_L"),
                           frameworks=("torch",) if torch else ())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Optional, Set
 
 from gpudoctor.explain.values import convert
+from gpudoctor.smi import extract
 
 
 @dataclass
@@ -51,10 +52,6 @@ def read_text(ctx: Context, text: str, catalog) -> None:
 def _read_smi(ctx: Context, text: str) -> None:
     """A pasted nvidia-smi table or -L listing: its driver, CUDA version and GPU names."""
     if ctx.smi is not None:
-        return
-    try:
-        from gpudoctor.smi import extract
-    except ImportError:               # the parser package is being built alongside
         return
     try:
         report = extract(text)

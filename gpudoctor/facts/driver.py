@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional
 
 from gpudoctor.facts import Facts, Missing, command_result, fact
-from gpudoctor.facts.nvidia import first_line
+from gpudoctor.facts.nvidia import SMI_KEYS, first_line
 
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
             "/usr/lib64", "/usr/lib")
@@ -69,8 +69,6 @@ def versioned_driver_libs(f: Facts) -> List[Dict[str, str]]:
 
 def _nvml_library_line(f: Facts) -> Optional[Dict[str, str]]:
     """nvidia-smi 535+ prints "NVML library version: 550.54" under a version mismatch."""
-    from gpudoctor.facts.nvidia import SMI_KEYS
-
     for key in SMI_KEYS:
         res = f.snapshot.command(key)
         m = re.search(r"NVML library version:\s*([\d.]+)", (res.stdout + res.stderr) if res else "")

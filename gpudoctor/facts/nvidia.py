@@ -6,6 +6,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
+from gpudoctor import knowledge
+from gpudoctor import smi as smi_parser
 from gpudoctor.facts import Facts, Missing, command_result, fact
 from gpudoctor.runner import CommandResult
 
@@ -55,8 +57,6 @@ def smi(f: Facts):
 @fact("smi_parsed")
 def smi_parsed(f: Facts):
     """(command key, SmiReport): which nvidia-smi output the report was read from."""
-    from gpudoctor import smi as smi_parser
-
     reasons = []
     for key in SMI_KEYS:
         res = f.snapshot.command(key)
@@ -218,11 +218,6 @@ def gpus(f: Facts) -> List[Gpu]:
 
 
 def _cc_from_name(name: Optional[str]) -> Optional[str]:
-    if not name:
-        return None
-    try:
-        from gpudoctor import knowledge
-        info = knowledge.gpu_info(name)
-    except (ImportError, AttributeError):
-        return None
+    """The compute capability gpudoctor's GPU table gives a model name ("Tesla P100-PCIE-16GB" -> "6.0")."""
+    info = knowledge.gpu_info(name) if name else None
     return info.compute_cap if info else None

@@ -78,10 +78,8 @@ def _first_words(res) -> str:
 
 def smi_exit(returncode):
     """What nvidia-smi's exit code means (knowledge data), or None."""
-    try:
-        from gpudoctor.knowledge.smi_codes import smi_exit_code
-    except ImportError:
-        return None
+    from gpudoctor.knowledge.smi_codes import smi_exit_code  # loaded when nvidia-smi failed, not on every run
+
     return smi_exit_code(returncode)
 
 
