@@ -6,19 +6,20 @@ for a value the snapshot does not have.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Optional
 
 from gpudoctor.facts.cuda_paths import default_toolkit
+from gpudoctor.facts.system import OsRelease
 from gpudoctor.framework_fixes import framework_context
 
 DISTRO_FAMILIES = ("debian", "rhel", "suse", "arch")
 
 
-def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
+def distro_family(os_release: Optional[OsRelease]) -> str:
     """The distribution family whose commands a recipe gives: debian, rhel, suse, arch or default."""
     if not os_release:
         return "default"
-    ids = [os_release.get("ID", "")] + os_release.get("ID_LIKE", "").split()
+    ids = [os_release.id or ""] + list(os_release.id_like)
     for i in ids:
         i = i.lower()
         if i in ("debian", "ubuntu"):
@@ -35,33 +36,33 @@ def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
 def machine_context(f) -> Dict[str, Any]:
     ctx: Dict[str, Any] = {}
     osr = f.get("os_release")
-    wsl = f.get("wsl") or {}
-    ctx["distro"] = (osr or {}).get("PRETTY_NAME")
-    ctx["platform_family"] = "wsl" if wsl.get("inside") else distro_family(osr)
+    wsl = f.get("wsl")
+    ctx["distro"] = osr.pretty_name if osr else None
+    ctx["platform_family"] = "wsl" if wsl and wsl.inside else distro_family(osr)
     ctx["kernel"] = f.get("kernel_release")
     driver = f.get("driver_version")
-    ctx["driver_version"] = driver["version"] if driver else None
+    ctx["driver_version"] = driver.version if driver else None
     module = f.get("kernel_module")
-    ctx["kernel_module_version"] = module["version"] if module else None
+    ctx["kernel_module_version"] = module.version if module else None
     userspace = f.get("userspace_driver")
-    ctx["userspace_driver_version"] = userspace["version"] if userspace else ctx["driver_version"]
+    ctx["userspace_driver_version"] = userspace.version if userspace else ctx["driver_version"]
     ctx["driver_branch"] = (ctx["driver_version"] or ctx["kernel_module_version"] or "").split(".")[0] or None
     ctx["cuda_driver_max"] = f.get("cuda_driver_max")
     ctx.update(_cuda_toolkit_context(f))
-    gpus = f.get("gpus") or []
+    gpus = f.get("gpus") or ()
     if gpus:
         ctx["gpu_name"] = gpus[0].name
         ctx["compute_cap"] = gpus[0].compute_cap
         ctx["gpu_count"] = len(gpus)
     torch = f.get("torch")
     if torch:
-        ctx["torch_version"] = torch.get("version")
-        ctx["torch_base_version"] = (torch.get("version") or "").split("+")[0] or None
-        ctx["torch_cuda"] = torch.get("cuda")
+        ctx["torch_version"] = torch.version
+        ctx["torch_base_version"] = (torch.version or "").split("+")[0] or None
+        ctx["torch_cuda"] = torch.cuda
     tf = f.get("tensorflow")
     if tf:
-        ctx["tf_version"] = tf.get("version")
-    ctx["python"] = f.snapshot.meta.get("python") or "python"
+        ctx["tf_version"] = tf.version
+    ctx["python"] = f.get("python_path") or "python"
     ctx.update(framework_context(f))  # torch/TF fit, CUDA_VISIBLE_DEVICES
     return ctx
 

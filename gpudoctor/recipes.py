@@ -18,7 +18,6 @@ placeholders are all known replaces tailored text that would have unfilled ones
 from __future__ import annotations
 
 import json
-import re
 import string
 from functools import lru_cache
 from pathlib import Path

@@ -17,11 +17,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, Iterator, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 from gpudoctor.runner import CommandResult
 

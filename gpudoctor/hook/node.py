@@ -50,19 +50,18 @@ def _framework(f: Facts, name: str):
         return None, None if f.snapshot.frameworks else "frameworks were not probed"
     if raw.get("installed") is False:
         return None, None
-    data = f.get(name)
-    if data is None:
+    fw = f.get(name)
+    if fw is None:
         return None, f.why_missing(name)
     if name == "torch":
-        if "cuda" not in data:
-            err = (data.get("import_error") or {}).get("message")
+        if not fw.build_known:
+            err = fw.import_error.message if fw.import_error else None
             return None, f"torch build unknown ({err or 'no version facts recorded'})"
-        return Framework(name, data.get("version"), data.get("cuda")), None
-    info = data.get("build_info")
-    if info is None:
+        return Framework(name, fw.version, fw.cuda), None
+    if not fw.build_known:
         return None, "tensorflow build unknown (no build_info recorded)"
-    cuda = info.get("cuda_version") if info.get("is_cuda_build", data.get("cuda_built")) else None
-    return Framework(name, data.get("version"), str(cuda) if cuda else None), None
+    cuda = fw.cuda if fw.cuda_build else None
+    return Framework(name, fw.version, str(cuda) if cuda else None), None
 
 
 def from_snapshot(snapshot: Snapshot, owners: Optional[Mapping[int, str]] = None,
@@ -84,7 +83,7 @@ def from_snapshot(snapshot: Snapshot, owners: Optional[Mapping[int, str]] = None
         smi_result=result,
         smi=smi,
         smi_missing=f.why_missing("smi"),
-        driver_version=driver["version"] if driver else getattr(smi, "driver_version", None),
+        driver_version=driver.version if driver else getattr(smi, "driver_version", None),
         cuda_driver_max=f.get("cuda_driver_max") or getattr(smi, "cuda_version", None),
         frameworks=installed,
         frameworks_unknown=unknown,
