@@ -39,8 +39,10 @@ class Link:
 
 @fact("links")
 def links(f: Facts) -> Tuple[Link, ...]:
-    """The paths the probe resolved (/usr/local/cuda, nvcc on PATH, libcuda...), sorted by path; missing in
-    snapshots that recorded none (then a CUDA_HOME that leads nowhere cannot be told from one not looked at)."""
+    """The symlinks the probe resolved (/usr/local/cuda, nvcc on PATH, libcuda...), sorted by path.
+
+    Missing in snapshots that recorded none: then a CUDA_HOME that leads nowhere cannot be told
+    from one that was not looked at."""
     if not f.snapshot.links:
         raise Missing("this snapshot recorded no symlinks")
     return tuple(Link(path, rec.get("target"), rec.get("real")) for path, rec in sorted(f.snapshot.links.items()))
@@ -141,7 +143,7 @@ def _merge_unresolved(groups: Dict[str, Dict]) -> None:
 
 @fact("cuda_toolkits")
 def cuda_toolkits(f: Facts) -> Tuple[Toolkit, ...]:
-    """CUDA toolkits on disk (/usr/local/cuda*, CUDA_HOME, nvcc's own), oldest first; [] if none."""
+    """CUDA toolkits on disk (/usr/local/cuda*, CUDA_HOME, nvcc's own), oldest first; () if none."""
     snap = f.snapshot
     groups: Dict[str, Dict] = {}
     for path in _candidates(f):

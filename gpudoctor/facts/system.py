@@ -114,8 +114,9 @@ def kernel_release(f: Facts) -> str:
 
 @fact("dev_nodes")
 def dev_nodes(f: Facts) -> Tuple[str, ...]:
-    """The NVIDIA device nodes in /dev as recorded ("nvidia0", "nvidiactl", "nvidia-uvm"...; the probe
-    lists nvidia* names only); () when there are none."""
+    """The NVIDIA device nodes in /dev: ("nvidia0", "nvidiactl", ...), () when there are none.
+
+    The probe lists nvidia* names only; missing when /dev was not listed at all."""
     names = f.snapshot.listing("/dev")
     if names is None:
         raise Missing("/dev was not listed in this snapshot")
