@@ -21,16 +21,16 @@ def _visible_note(visible) -> str:
 def _wants_gpu(f: Facts, c) -> list:
     """Signs that the container was meant to have a GPU (a CUDA image, nvidia-smi, a CUDA torch)."""
     signs = []
-    if c["visible"] not in (None, "", "void", "none"):
-        signs.append(Evidence("env:NVIDIA_VISIBLE_DEVICES", c["visible"]))
-    if c["require_cuda"]:
-        signs.append(Evidence("env:NVIDIA_REQUIRE_CUDA", c["require_cuda"]))
+    if c.visible not in (None, "", "void", "none"):
+        signs.append(Evidence("env:NVIDIA_VISIBLE_DEVICES", c.visible))
+    if c.require_cuda:
+        signs.append(Evidence("env:NVIDIA_REQUIRE_CUDA", c.require_cuda))
     res = f.get("smi_result")
     if res is not None and res.ran:
         signs.append(Evidence("command:nvidia_smi_xml", res.describe()))
-    torch = f.get("torch") or {}
-    if torch.get("cuda"):
-        signs.append(Evidence("framework:torch", f"torch {torch.get('version')} built for CUDA {torch['cuda']}"))
+    torch = f.get("torch")
+    if torch and torch.cuda:
+        signs.append(Evidence("framework:torch", f"torch {torch.version} built for CUDA {torch.cuda}"))
     return signs
 
 
@@ -39,18 +39,18 @@ def container_gpu_devices(f: Facts):
     """Inside Docker, Podman or Kubernetes, /dev/nvidia* exists only when the runtime passed a GPU in
     (docker --gpus, an nvidia.com/gpu limit, CDI devices)."""
     c = f["container_gpu"]
-    nodes = [n for n in c["devices"] if n.startswith("nvidia")]
-    if c["gpu_nodes"]:
-        return ok(f"{len(c['gpu_nodes'])} GPU device(s) passed into this {c['kind']} container: "
+    nodes = [n for n in c.devices if n.startswith("nvidia")]
+    if c.gpu_nodes:
+        return ok(f"{len(c.gpu_nodes)} GPU device(s) passed into this {c.kind} container: "
                   + " ".join(f"/dev/{n}" for n in nodes), evidence=[Evidence("listing:/dev", " ".join(nodes))])
     signs = _wants_gpu(f, c)
     ev = [Evidence("listing:/dev", "no /dev/nvidia* device" if not nodes else " ".join(nodes))] + signs
-    values = dict(container_kind=c["kind"], visible_note=_visible_note(c["visible"]))
-    title = f"no GPU was passed into this {c['kind']} container (no /dev/nvidia0)"
+    values = dict(container_kind=c.kind, visible_note=_visible_note(c.visible))
+    title = f"no GPU was passed into this {c.kind} container (no /dev/nvidia0)"
     if not signs:
         return warn(title, detail="Nothing in it expects a GPU either; if GPU work should run here, start it "
                                   "with GPUs.", evidence=ev, fix=recipe("no_device_in_container", f, **values))
-    return fail(title, detail=f"{_visible_note(c['visible'])}. CUDA inside sees no device.", evidence=ev,
+    return fail(title, detail=f"{_visible_note(c.visible)}. CUDA inside sees no device.", evidence=ev,
                 fix=recipe("no_device_in_container", f, **values))
 
 
@@ -60,7 +60,7 @@ def container_capabilities(f: Facts):
     """NVIDIA_DRIVER_CAPABILITIES decides which driver libraries the runtime mounts: compute (libcuda)
     and utility (nvidia-smi, NVML) are what CUDA programs and gpudoctor need."""
     c = f["container_gpu"]
-    raw = c["capabilities"]
+    raw = c.capabilities
     if raw is None or not raw.strip():
         return ok("NVIDIA_DRIVER_CAPABILITIES is unset: the NVIDIA runtime's default (utility, compute) applies")
     caps = {x.strip().lower() for x in raw.split(",") if x.strip()}

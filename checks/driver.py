@@ -21,14 +21,15 @@ def seconds(s: float) -> str:
 def _gpu_evidence(f: Facts):
     """Signs that an NVIDIA GPU is present even though the driver did not answer."""
     ev = []
-    for dev in f.get("pci_gpus") or []:
+    for dev in f.get("pci_gpus") or ():
         ev.append(Evidence("command:lspci", f"{dev.slot} {dev.description}"
                            + (f" (kernel driver in use: {dev.kernel_driver})" if dev.kernel_driver else "")))
-    nodes = f.snapshot.listing("/dev") or []
+    nodes = f.get("dev_nodes") or ()
     if nodes:
         ev.append(Evidence("listing:/dev", " ".join(f"/dev/{n}" for n in nodes)))
-    if f.has("kernel_module"):
-        ev.append(Evidence(f["kernel_module"]["source"], f["kernel_module"]["line"]))
+    module = f.get("kernel_module")
+    if module:
+        ev.append(Evidence(module.source, module.line))
     return ev
 
 
@@ -79,12 +80,12 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
 def _not_installed(f: Facts, cmd_ev: Evidence, signs):
     """No nvidia-smi although a GPU shows: on a host the driver is missing; in a container the runtime
     passed in neither the GPU nor the driver's tools."""
-    inside = f.get("container") or {}
-    if not inside.get("inside"):
+    inside = f.get("container")
+    if not (inside and inside.inside):
         return fail("an NVIDIA GPU is present but the NVIDIA driver is not installed",
                     evidence=[cmd_ev] + signs, fix=recipe("driver_not_installed", f))
-    kind = inside.get("kind") or "container"
-    if not any(re.fullmatch(r"nvidia\d+", n) for n in f.snapshot.listing("/dev") or []):
+    kind = inside.kind or "container"
+    if not any(re.fullmatch(r"nvidia\d+", n) for n in f.get("dev_nodes") or ()):
         return fail(f"the host has an NVIDIA driver, but no GPU and no nvidia-smi were passed into this {kind} "
                     "container", evidence=[cmd_ev] + signs,
                     fix=recipe("no_device_in_container", f, container_kind=kind,
@@ -98,21 +99,23 @@ def _not_installed(f: Facts, cmd_ev: Evidence, signs):
 
 def _not_loaded(f: Facts):
     """'couldn't communicate': a missing module on a host, no device in a container, the wrong driver in WSL."""
-    if (f.get("wsl") or {}).get("inside"):
+    wsl = f.get("wsl")
+    if wsl and wsl.inside:
         return ("nvidia-smi cannot talk to the NVIDIA driver: under WSL the driver comes from Windows "
                 "(/usr/lib/wsl/lib)", recipe("wsl_specific", f))
-    inside = f.get("container") or {}
-    if inside.get("inside") and not any(n.startswith("nvidia") for n in f.snapshot.listing("/dev") or []):
+    inside = f.get("container")
+    if inside and inside.inside and not any(n.startswith("nvidia") for n in f.get("dev_nodes") or ()):
         return (f"nvidia-smi cannot talk to the NVIDIA driver: no GPU device was passed into this "
-                f"{inside.get('kind') or 'container'}", recipe("no_device_in_container", f))
-    pci = f.get("pci_gpus") or []
-    if any(d.kernel_driver == "nouveau" for d in pci) or "nouveau" in (f.get("loaded_modules") or set()):
+                f"{inside.kind or 'container'}", recipe("no_device_in_container", f))
+    pci = f.get("pci_gpus") or ()
+    if any(d.kernel_driver == "nouveau" for d in pci) or "nouveau" in (f.get("loaded_modules") or frozenset()):
         return ("nvidia-smi cannot talk to the NVIDIA driver: nouveau holds the GPU", recipe("nouveau_conflict", f))
-    module = f.get("nvidia_module_file") or {}
-    if module.get("found") and (f.get("secure_boot") or {}).get("enforced"):
+    module = f.get("nvidia_module_file")
+    secure_boot = f.get("secure_boot")
+    if module and module.found and secure_boot and secure_boot.enforced:
         return ("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded, and Secure Boot "
                 "refuses modules signed with an unenrolled key", recipe("secure_boot_module_unsigned", f))
-    if module and not module.get("found"):
+    if module and not module.found:
         return ("nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel",
                 recipe("driver_not_loaded", f))
     return ("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded",
@@ -122,8 +125,8 @@ def _not_loaded(f: Facts):
 def _answers(f: Facts):
     """The driver answers. A report printed with a non-zero exit (14: infoROM corrupted) is still an
     answer; the warning itself is judged by the check that owns it (DRV004)."""
-    key, report = f["smi_parsed"]
-    used = f.snapshot.command(key)
+    parsed = f["smi_parsed"]
+    key, report, used = parsed.key, parsed.report, parsed.result
     note = ""
     if used.returncode:
         code = smi_exit_code(used.returncode)

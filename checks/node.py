@@ -64,12 +64,12 @@ def gpu_count(f: Facts):
 @check("DRV005", "min-driver", "the driver is at least the required version", needs=("driver_version",),
        params=("min_driver",))
 def min_driver(f: Facts):
-    want, have = f.requirements.min_driver, f["driver_version"]["version"]
+    want, have = f.requirements.min_driver, f["driver_version"].version
     try:
         too_old = Version(have) < Version(want)
     except InvalidVersion:
         return unknown(f"driver version {have!r} cannot be compared")
-    ev = [Evidence(f["driver_version"]["source"], f"driver {have}")]
+    ev = [Evidence(f["driver_version"].source, f"driver {have}")]
     if too_old:
         return fail(f"driver {have} < {want}", evidence=ev, family=NODE)
     return ok(f"driver {have} >= {want}", evidence=ev)
@@ -80,12 +80,12 @@ def min_driver(f: Facts):
 def driver_runs_cuda(f: Facts):
     """The same rule as TRC002 and TF003: a CUDA runtime needs its major's minimum driver
     (minor-version compatibility), from the CUDA -> driver table."""
-    want, have = f.requirements.cuda, f["driver_version"]["version"]
+    want, have = f.requirements.cuda, f["driver_version"].version
     need = knowledge.min_driver_for_cuda(want, knowledge_os(f.get("target_os")))
     if need is None:
         return unknown(f"gpudoctor does not know which driver CUDA {want} needs")
     supports = f.get("cuda_driver_max")
-    ev = [Evidence(f["driver_version"]["source"], f"driver {have}" + (f", CUDA {supports}" if supports else ""))]
+    ev = [Evidence(f["driver_version"].source, f"driver {have}" + (f", CUDA {supports}" if supports else ""))]
     try:
         too_old = Version(have) < Version(need.min_driver)
     except InvalidVersion:

@@ -11,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 from gpudoctor import knowledge
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
+from gpudoctor.facts.frameworks import RaisedError
 from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip
 from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver, torch_fit
@@ -33,12 +34,18 @@ def _build_line(tb) -> str:
 
 
 def _python(f: Facts) -> str:
-    return f.snapshot.meta.get("python") or "python"
+    return f.get("python_path") or "python"
+
+
+def _driver(f: Facts):
+    """The driver version nvidia-smi or NVML answered with, or None."""
+    driver = f.get("driver_version")
+    return driver.version if driver else None
 
 
 def _fit(f: Facts, tb, any_driver: bool = False):
-    driver = None if any_driver else (f.get("driver_version") or {}).get("version")
-    ccs = [g.compute_cap for g in f.get("gpus") or [] if g.compute_cap]
+    driver = None if any_driver else _driver(f)
+    ccs = [g.compute_cap for g in f.get("gpus") or () if g.compute_cap]
     return torch_fit(tb.version, driver, ccs, knowledge_os(f.get("target_os")))
 
 
@@ -50,13 +57,13 @@ def torch_cuda_build(f: Facts):
         return ok(f"torch {tb.version} is built for CUDA {tb.cuda}", evidence=[Evidence(EV, _build_line(tb))])
     kind = "ROCm (AMD) build" if tb.hip else "CPU-only build"
     gpu = f.get("nvidia_gpu_present")
-    if gpu is None or not gpu["present"]:
+    if gpu is None or not gpu.present:
         why = "there is no GPU" if gpu is not None else "gpudoctor found no sign of a GPU"
         return ok(f"torch {tb.version}, {kind}; fine, {why}", evidence=[Evidence(EV, _build_line(tb))])
-    ev = [Evidence(EV, _build_line(tb)), Evidence(gpu["source"], gpu["evidence"])]
+    ev = [Evidence(EV, _build_line(tb)), Evidence(gpu.source, gpu.evidence)]
     if tb.init_error:
-        ev.append(Evidence(EV, f"torch.cuda.init(): {tb.init_error['type']}: {tb.init_error['message']}"))
-    return fail(f"torch {tb.version} is a {kind}, but this machine has {gpu['count']} NVIDIA GPU(s)",
+        ev.append(Evidence(EV, f"torch.cuda.init(): {tb.init_error.type}: {tb.init_error.message}"))
+    return fail(f"torch {tb.version} is a {kind}, but this machine has {gpu.count} NVIDIA GPU(s)",
                 subject=f"torch {tb.version}",
                 detail="torch.cuda.is_available() is False and .cuda() raises \"Torch not compiled with CUDA "
                        "enabled\": the wheel has no GPU code.",
@@ -72,7 +79,7 @@ def torch_driver(f: Facts):
         return skip(f"torch {tb.version} has no CUDA, so it needs no NVIDIA driver")
     os = knowledge_os(f.get("target_os"))
     driver = f["driver_version"]
-    have = driver["version"]
+    have = driver.version
     try:
         need = knowledge.min_driver_for_cuda(tb.cuda, os)
         supports = f.get("cuda_driver_max") or knowledge.max_cuda_for_driver(have, os) or "?"
@@ -81,13 +88,13 @@ def torch_driver(f: Facts):
         return skip(f"driver {have!r} or CUDA {tb.cuda!r} is not a version gpudoctor can compare")
     if need is None:
         return skip(f"gpudoctor does not know which driver CUDA {tb.cuda} needs")
-    ev = [Evidence(driver["source"], f"driver {have}, supports CUDA up to {supports}"),
+    ev = [Evidence(driver.source, f"driver {have}, supports CUDA up to {supports}"),
           Evidence(EV, _build_line(tb))]
     if Version(have) >= Version(need.min_driver):
         return ok(f"driver {have} runs torch {tb.version} (CUDA {tb.cuda} needs >= {need.min_driver})",
                   evidence=ev)
     if tb.init_error:
-        ev.append(Evidence(EV, f"torch.cuda.init(): {tb.init_error['message'].splitlines()[0]}"))
+        ev.append(Evidence(EV, f"torch.cuda.init(): {tb.init_error.message.splitlines()[0]}"))
     return fail(f"driver {have} supports CUDA up to {supports}; torch {tb.version} needs at least "
                 f"{need.min_driver}", subject=f"torch {tb.version}",
                 detail="CUDA initialisation fails with \"The NVIDIA driver on your system is too old\": torch "
@@ -166,27 +173,27 @@ def torch_cuda_available(f: Facts):
     if not tb.cuda:
         return skip(f"torch {tb.version} is not a CUDA build (TRC001)")
     if tb.available:
-        counts = Counter(d.get("name") or "?" for d in tb.devices)
+        counts = Counter(d.name or "?" for d in tb.devices)
         names = ", ".join(f"{n} x {k}" if n > 1 else k for k, n in counts.items()) or "no device details"
         return ok(f"torch.cuda.is_available() is True, {tb.device_count} GPU(s): {names}",
-                  evidence=[Evidence(EV, f"cuda:{d.get('index')} {d.get('name')}, compute {d.get('capability')}")
+                  evidence=[Evidence(EV, f"cuda:{d.index} {d.name}, compute {d.capability}")
                             for d in tb.devices])
     gpu = f.get("nvidia_gpu_present")
-    if gpu is not None and not gpu["present"]:
+    if gpu is not None and not gpu.present:
         return ok(f"torch {tb.version} has CUDA, but this machine has no NVIDIA GPU: it runs on the CPU")
     if f.has("smi_result") and not f.has("smi"):
         return skip("the NVIDIA driver does not answer, which explains it (DRV001)")
-    err = tb.init_error or {"type": "?", "message": "is_available() returned False without an exception"}
-    row = init_error_cause(err["message"])
+    err = tb.init_error or RaisedError("?", "is_available() returned False without an exception")
+    row = init_error_cause(err.message)
     cause = row["cause"] if row else "torch's message matches no cause gpudoctor knows"
-    ev = [Evidence(EV, f"torch.cuda.init(): {err['type']}: {err['message']}"), Evidence(EV, _build_line(tb))]
+    ev = [Evidence(EV, f"torch.cuda.init(): {err.type}: {err.message}"), Evidence(EV, _build_line(tb))]
     if f.env.get("LD_LIBRARY_PATH"):  # compat and stub libcuda copies come in this way
         ev.append(Evidence("env:LD_LIBRARY_PATH", f.env["LD_LIBRARY_PATH"]))
     points_to = (row or {}).get("points_to")
     elsewhere = points_to if points_to and _fails_there(f, tb, points_to) else None
     detail = f"Likely cause: {cause}." + (f" {elsewhere} has the details and the fix." if elsewhere else "")
     fix = None if elsewhere else _unavailable_fix(f, tb, row, cause)
-    return fail(f"torch.cuda.is_available() is False: {first_sentence(err['message'])}",
+    return fail(f"torch.cuda.is_available() is False: {first_sentence(err.message)}",
                 subject=f"torch {tb.version}", detail=detail, evidence=ev, fix=fix)
 
 
@@ -205,7 +212,7 @@ def _fails_there(f: Facts, tb, check_id: str) -> bool:
     """Does the check this cause points to report it (so its fix need not be repeated here)?"""
     if check_id == "TRC002":
         need = min_driver(tb.cuda, knowledge_os(f.get("target_os")))
-        return driver_older_than((f.get("driver_version") or {}).get("version"), need)
+        return driver_older_than(_driver(f), need)
     if check_id == "CVD001":
         return f["visible_devices_spec"].is_set
     if check_id == "DRV001":

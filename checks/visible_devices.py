@@ -62,7 +62,7 @@ def cuda_visible_devices(f: Facts):
         return ok(f"CUDA_VISIBLE_DEVICES is not set: CUDA programs see every GPU ({m.physical_count})",
                   evidence=[Evidence(f"command:{smi_key(f)}", line) for line in mapping_lines(m)])
     gpu = f.get("nvidia_gpu_present")
-    if m is None and gpu is not None and not gpu["present"]:
+    if m is None and gpu is not None and not gpu.present:
         return ok(f"CUDA_VISIBLE_DEVICES={spec.raw!r} is set, but there is no NVIDIA GPU to select")
     problems = m.problems if m else spec.problems
     ev = [Evidence(ENV, f"CUDA_VISIBLE_DEVICES={spec.raw!r}")]
@@ -115,8 +115,8 @@ def _fix(f: Facts, m, effect: str):
 
 def _container_note(f: Facts) -> Optional[str]:
     nvd = f.env.get("NVIDIA_VISIBLE_DEVICES")
-    inside = (f.get("container") or {}).get("inside")
-    if inside and nvd and nvd not in ("all", "void", "none"):
+    container = f.get("container")
+    if container and container.inside and nvd and nvd not in ("all", "void", "none"):
         return (f"Inside this container (NVIDIA_VISIBLE_DEVICES={nvd}) the GPUs it was given are numbered from 0: "
                 "use 0, 1, ... here, not the host's numbers.")
     return None

@@ -104,9 +104,10 @@ def framework_context(f) -> Dict[str, Any]:
     """Recipe values for the torch, TensorFlow and device checks (see recipe_context.machine_context)."""
     ctx: Dict[str, Any] = {}
     os = knowledge_os(f.get("target_os"))
-    python = f.snapshot.meta.get("python") or "python"
-    driver = (f.get("driver_version") or {}).get("version")
-    ccs = [g.compute_cap for g in f.get("gpus") or [] if g.compute_cap]
+    python = f.get("python_path") or "python"
+    driver = f.get("driver_version")
+    driver = driver.version if driver else None
+    ccs = [g.compute_cap for g in f.get("gpus") or () if g.compute_cap]
     tb = f.get("torch_build")
     if tb is not None:
         ctx["torch_min_driver"] = min_driver(tb.cuda, os)

@@ -18,16 +18,15 @@ placeholders are all known replaces tailored text that would have unfilled ones
 from __future__ import annotations
 
 import json
-import re
 import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 from gpudoctor.findings import Fix
+from gpudoctor.recipe_context import distro_family, machine_context  # noqa: F401 (distro_family: public here too)
 
 RECIPE_DIR = Path(__file__).parent / "knowledge" / "recipes"
-DISTRO_FAMILIES = ("debian", "rhel", "suse", "arch")
 
 
 class UnknownRecipe(KeyError):
@@ -73,29 +72,10 @@ def _pick(commands, ctx: Mapping[str, Any]) -> list:
     return list(commands or [])
 
 
-def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
-    if not os_release:
-        return "default"
-    ids = [os_release.get("ID", "")] + os_release.get("ID_LIKE", "").split()
-    for i in ids:
-        i = i.lower()
-        if i in ("debian", "ubuntu"):
-            return "debian"
-        if i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn"):
-            return "rhel"
-        if i.startswith(("sles", "suse", "opensuse")):
-            return "suse"
-        if i in ("arch", "manjaro"):
-            return "arch"
-    return "default"
-
-
 def context(facts=None, values: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Template values from a snapshot's facts, overridden by ``values`` (e.g. from an error message)."""
     ctx: Dict[str, Any] = {}
     if facts is not None:
-        from gpudoctor.recipe_context import machine_context
-
         ctx.update(machine_context(facts))
     if values:
         ctx.update({k: v for k, v in values.items() if v is not None})

@@ -17,11 +17,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, Iterator, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 from gpudoctor.runner import CommandResult
 
@@ -226,14 +225,3 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise SnapshotError(f"{path}: unreadable ({exc.strerror})") from None
 
-
-def load_any(path: str) -> Snapshot:
-    """Load a snapshot folder or a support bundle (.tar.gz); the bundle reader registers here."""
-    p = Path(path)
-    if p.is_file():
-        try:
-            from gpudoctor.bundle.read import load_bundle  # provided by the bundle feature
-        except ImportError:
-            raise SnapshotError(f"{path}: reading bundles is not supported by this install") from None
-        return load_bundle(path)
-    return load(path)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gpudoctor.probes import CollectOptions, collect
+from gpudoctor.probes.collect import CollectOptions, collect
 from gpudoctor.report import build_report
 from gpudoctor.snapshot import load
 from tests.conftest import run_gpudoctor

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.explain import explain_text
+from gpudoctor.explain.pipeline import explain_text
 
 # A copy of ../shared/errors-dev/cases.jsonl: real messages from public issue threads (see its README).
 CASES_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "errors-dev" / "cases.jsonl"

@@ -51,9 +51,10 @@ def test_cuda_libraries_merge_the_loader_cache_and_pip_wheels():
               frameworks={"torch": {"nvidia_wheels": {"nvidia-cudnn-cu12": "9.1.0.70"}}},
               env={"LD_LIBRARY_PATH": "/opt/lib"})
     libs = f["cuda_libraries"]
-    assert libs["linker"] == {"libcudnn.so.9": ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9"],
-                              "libcudart.so.12": ["/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12"]}
-    assert libs["wheels"] == {"nvidia-cudnn-cu12": "9.1.0.70"} and libs["ld_library_path"] == "/opt/lib"
+    assert libs.linker == {"libcudnn.so.9": ("/usr/lib/x86_64-linux-gnu/libcudnn.so.9",),
+                           "libcudart.so.12": ("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12",)}
+    assert libs.wheels == {"nvidia-cudnn-cu12": "9.1.0.70"} and libs.ld_library_path == "/opt/lib"
+    assert libs.linker_recorded is True
     assert facts().why_missing("cuda_libraries") == "neither `ldconfig -p` nor the installed nvidia-* wheels were recorded"
 
 

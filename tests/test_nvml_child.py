@@ -76,13 +76,14 @@ def test_readings_are_values_or_error_names(tmp_path):
 
 def test_facts_fall_back_to_nvml_when_nvidia_smi_is_missing(tmp_path):
     from gpudoctor.facts import Facts
+    from gpudoctor.facts.nvidia import DriverVersion
     from gpudoctor.runner import CommandResult
     from gpudoctor.snapshot import Snapshot
 
     snap = Snapshot(nvml=run_child(tmp_path, "ok"))
     snap.commands["nvidia_smi_xml"] = CommandResult(("nvidia-smi", "-q", "-x"), error="not found")
     f = Facts(snap)
-    assert f["driver_version"] == {"version": "535.86.05", "source": "nvml:driver_version"}
+    assert f["driver_version"] == DriverVersion(version="535.86.05", source="nvml:driver_version")
     assert f["cuda_driver_max"] == "12.2"
     gpu = f["gpus"][0]
     assert (gpu.name, gpu.compute_cap, gpu.memory_total_mib, gpu.mig_mode) == \

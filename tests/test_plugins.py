@@ -30,10 +30,10 @@ PLUGIN = """
 
     @check("ACME001", "acme-persistence", "ACME: driver branch is the site standard", needs=("driver_version",))
     def site_branch(f):
-        v = f["driver_version"]["version"]
+        v = f["driver_version"].version
         if not v.startswith("550."):
             return warn(f"driver {v} is not on the site's 550 branch",
-                        evidence=[Evidence(f["driver_version"]["source"], v)])
+                        evidence=[Evidence(f["driver_version"].source, v)])
         return ok(f"driver {v} is on the site branch")
 
     CHECKS = [site_branch]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor import recipes
+from gpudoctor.facts.system import OsRelease
 from gpudoctor.snapshot import load
 
 RECIPES = sorted(recipes.all_recipes())
@@ -60,8 +61,8 @@ def test_fill_and_unfilled():
 
 
 def test_distribution_families():
-    assert recipes.distro_family({"ID": "ubuntu", "ID_LIKE": "debian"}) == "debian"
-    assert recipes.distro_family({"ID": "rocky", "ID_LIKE": "rhel centos fedora"}) == "rhel"
-    assert recipes.distro_family({"ID": "opensuse-leap", "ID_LIKE": "suse opensuse"}) == "suse"
-    assert recipes.distro_family({"ID": "nixos"}) == "default"
+    assert recipes.distro_family(OsRelease("ubuntu", ("debian",), None, None)) == "debian"
+    assert recipes.distro_family(OsRelease("rocky", ("rhel", "centos", "fedora"), None, None)) == "rhel"
+    assert recipes.distro_family(OsRelease("opensuse-leap", ("suse", "opensuse"), None, None)) == "suse"
+    assert recipes.distro_family(OsRelease("nixos", (), None, None)) == "default"
     assert recipes.distro_family(None) == "default"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -41,8 +42,7 @@ def test_hang_respects_a_shorter_timeout(stub_bin):
     proc = run_gpudoctor("check", "--json", "--timeout", "3", "--no-frameworks", env=_env(stub_bin))
     assert time.monotonic() - start < 8
     findings, _ = _findings(proc)
-    assert "did not answer within 3s" in findings["DRV001"]["title"] or \
-        "did not answer within 2s" in findings["DRV001"]["title"]
+    assert re.search(r"did not answer within [23](\.\d)?s$", findings["DRV001"]["title"])
 
 
 @pytest.mark.parametrize("script", [

@@ -12,7 +12,7 @@ from gpudoctor.exitcodes import ExitCode
 
 
 def live_snapshot(python, timeout, root="/", frameworks=True, progress=None):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
     from gpudoctor.probes.frameworks import FRAMEWORKS
 
     opts = CollectOptions(root=root, timeout=timeout, progress=progress,

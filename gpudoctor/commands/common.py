@@ -8,7 +8,8 @@ from typing import Optional
 import click
 
 from gpudoctor.exitcodes import ExitCode
-from gpudoctor.snapshot import Snapshot, SnapshotError, load_any
+from gpudoctor.bundle.read import load_any
+from gpudoctor.snapshot import Snapshot, SnapshotError
 
 
 class InputError(click.ClickException):

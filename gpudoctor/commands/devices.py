@@ -20,7 +20,7 @@ SCHEMA = "gpudoctor.devices/1"
 
 
 def _live(timeout: float, python: Optional[str], torch: bool):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
 
     opts = CollectOptions(timeout=timeout, commands=("nvidia_smi_xml", "nvidia_smi_L"),
                           frameworks=("torch",) if torch else ())
@@ -77,11 +77,11 @@ def _add_torch(f, devices: List[Dict]) -> None:
     tb = f.get("torch_build")
     if tb is None or not tb.available:
         return
-    by_index = {d.get("index"): d for d in tb.devices}
+    by_index = {d.index: d for d in tb.devices}
     for d in devices:
         t = by_index.get(d["cuda_index"])
         if t is not None:
-            d["torch"] = {"name": t.get("name"), "uuid": t.get("uuid"), "capability": t.get("capability")}
+            d["torch"] = {"name": t.name, "uuid": t.uuid, "capability": t.capability}
 
 
 def render(view: Dict, style) -> str:

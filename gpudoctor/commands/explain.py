@@ -46,7 +46,7 @@ def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeou
     Exit codes: 0 a diagnosis was found, 1 nothing matched (or only a bug in the program),
                 2 bad input (missing, unreadable, binary or empty input; a directory).
     """
-    from gpudoctor.explain import BadInput, explain, resolve
+    from gpudoctor.explain.pipeline import BadInput, explain, resolve
     from gpudoctor.explain.render import dumps, render
     from gpudoctor.render.style import Style
 

@@ -156,7 +156,8 @@ def _write_metrics(path, outcome, view):
     from gpudoctor.hook import prometheus
 
     smi = view.get("smi") if view is not None else None
-    driver = (view.get("driver_version") or {}).get("version") if view is not None else None
+    driver_fact = view.get("driver_version") if view is not None else None
+    driver = driver_fact.version if driver_fact is not None else None
     text = prometheus.render(outcome, time.time(), smi.gpus if smi else (), driver)
     try:
         prometheus.write(path, text)

@@ -13,7 +13,10 @@ from typing import Any, Dict, Optional, Set
 
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor import knowledge
 from gpudoctor.explain.values import sm_to_cc
+from gpudoctor.framework_fixes import torch_fit
+from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
 
 
 def _v(text: Any) -> Optional[Version]:
@@ -24,8 +27,6 @@ def _v(text: Any) -> Optional[Version]:
 
 
 def _cuda_values(values: Dict[str, Any]) -> None:
-    from gpudoctor import knowledge
-
     if values.get("driver_api") and not values.get("driver_cuda"):
         try:
             values["driver_cuda"] = knowledge.cuda_from_driver_api_int(int(values["driver_api"]))
@@ -71,10 +72,6 @@ def _arch_values(values: Dict[str, Any]) -> None:
 def _torch_fit(values: Dict[str, Any], cc: str) -> None:
     """The PyTorch build with kernels for ``cc`` (and, when known, runnable on the driver)."""
     try:
-        from gpudoctor.framework_fixes import torch_fit
-    except ImportError:
-        return
-    try:
         fit = torch_fit(values.get("torch_version"), values.get("driver_version"), [cc])
     except (ValueError, KeyError):
         fit = None
@@ -108,11 +105,7 @@ def _flags(values: Dict[str, Any]) -> Set[str]:
         flags.add("cuda_beyond_driver")       # nvidia-smi shows a cuda-compat libcuda's version
     tf = _v(values.get("tf_version"))
     if tf:
-        try:
-            from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
-            last = _v(tf_windows_native_gpu_last())
-        except (ImportError, ValueError):
-            last = None
+        last = _v(tf_windows_native_gpu_last())
         if last and (tf.major, tf.minor) > (last.major, last.minor):
             flags.add("tf_windows_no_gpu")
     return flags

@@ -15,6 +15,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import List, Optional, Tuple
 
+from gpudoctor.explain import catalog
 from gpudoctor.explain.scan import CHUNK, HEAD_BYTES, LOOKAHEAD, ScanResult, Scanner, SigHits, MAX_LINES_KEPT
 
 MIN_BYTES = 64 << 20       # below this, starting workers costs more than it saves
@@ -44,8 +45,6 @@ def _boundaries(path: str, size: int, n: int) -> List[int]:
 
 
 def _scan_range(args: Tuple[str, int, int]):
-    from gpudoctor.explain import catalog
-
     path, start, end = args
     scanner = Scanner(catalog.load())
     scanner.stop = end - start

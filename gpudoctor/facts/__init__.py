@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict, Optional
 
+from gpudoctor.probes.commands import COMMANDS
 from gpudoctor.requirements import Requirements
 from gpudoctor.snapshot import Snapshot
 
@@ -65,8 +66,6 @@ def command_result(f: "Facts", key: str, require_ok: bool = True):
     like modinfo's "Module nvidia not found"); a command that did not run or timed out
     never counts.
     """
-    from gpudoctor.probes.commands import COMMANDS
-
     res = f.snapshot.command(key)
     if res is None:
         raise Missing(f"{' '.join(COMMANDS.get(key, (key,)))} was not recorded")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from dataclasses import dataclass
+from typing import Tuple
 
 from gpudoctor import visible_devices
 from gpudoctor.facts import Facts, Missing, fact
@@ -23,38 +24,47 @@ def visible_devices_map(f: Facts) -> visible_devices.Mapping:
     return visible_devices.resolve(f["visible_devices_spec"], gpus, f.env.get("CUDA_DEVICE_ORDER"))
 
 
+@dataclass(frozen=True)
+class GpuPresence:
+    """Whether the machine has an NVIDIA GPU at all, and what says so."""
+
+    present: bool
+    count: int       # GPUs (or PCI devices, or /dev/nvidiaN nodes) found; 0 when none
+    source: str      # evidence source: "command:nvidia_smi_xml", "nvml:devices", "command:lspci", "listing:/dev"
+    evidence: str    # what that source shows, or which sources found nothing
+
+
 @fact("nvidia_gpu_present")
-def nvidia_gpu_present(f: Facts) -> Dict:
+def nvidia_gpu_present(f: Facts) -> GpuPresence:
     """Whether this machine has an NVIDIA GPU at all, and the evidence (driver, PCI bus, /dev)."""
     gpus = f.get("gpus")
     if gpus:
         names = ", ".join(g.label() for g in gpus[:4]) + (" ..." if len(gpus) > 4 else "")
         source = f"command:{smi_key(f)}" if f.has("smi") else "nvml:devices"
-        return {"present": True, "count": len(gpus), "source": source, "evidence": names}
+        return GpuPresence(True, len(gpus), source, names)
     pci = f.get("pci_gpus")
     if pci:
-        return {"present": True, "count": len(pci), "source": "command:lspci",
-                "evidence": "; ".join(f"{d.slot} {d.description}" for d in pci[:4])}
-    nodes = [n for n in (f.snapshot.listing("/dev") or []) if re.fullmatch(r"nvidia\d+", n)]
+        return GpuPresence(True, len(pci), "command:lspci", "; ".join(f"{d.slot} {d.description}" for d in pci[:4]))
+    dev = f.get("dev_nodes")
+    nodes = [n for n in dev or () if re.fullmatch(r"nvidia\d+", n)]
     if nodes:
-        return {"present": True, "count": len(nodes), "source": "listing:/dev",
-                "evidence": " ".join(f"/dev/{n}" for n in nodes)}
+        return GpuPresence(True, len(nodes), "listing:/dev", " ".join(f"/dev/{n}" for n in nodes))
     looked = [what for what, known in (("nvidia-smi", f.has("smi_result")),
                                        ("lspci", f.snapshot.command("lspci") is not None),
-                                       ("/dev", f.snapshot.listing("/dev") is not None)) if known]
+                                       ("/dev", dev is not None)) if known]
     if not looked:
         raise Missing("neither nvidia-smi, lspci nor /dev was recorded: cannot tell whether there is a GPU")
-    return {"present": False, "count": 0, "source": "listing:/dev" if "/dev" in looked else "command:lspci",
-            "evidence": f"no NVIDIA GPU found by {', '.join(looked)}"}
+    return GpuPresence(False, 0, "listing:/dev" if "/dev" in looked else "command:lspci",
+                       f"no NVIDIA GPU found by {', '.join(looked)}")
 
 
 @fact("gpu_processes")
-def gpu_processes(f: Facts) -> List:
+def gpu_processes(f: Facts) -> Tuple:
     """Processes nvidia-smi lists on each GPU (SmiProcess: gpu_index, pid, type, name, used_memory_mib)."""
     report = f["smi"]
     if report.format in ("list", "csv"):
         raise Missing(f"the recorded nvidia-smi output ({report.format}) has no process list")
-    return list(report.processes)
+    return tuple(report.processes)
 
 
 @fact("process_owners")
