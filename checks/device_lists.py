@@ -122,13 +122,15 @@ def device_lists_agree(f: Facts):
     if len(compared) == 1:
         return skip("only nvidia-smi listed GPUs: no NVML reading and no framework to compare with")
     title_counts = f"{len(gpus)} GPU(s)" + (f", {expected} visible to CUDA" if expected != len(gpus) else "")
+    # The checks a reason names ("(TRC002)") explain this disagreement when they report a problem.
+    named = tuple(dict.fromkeys(re.findall(r"\(([A-Z]{2,5}\d{3})\)", " ".join(unexplained + explained))))
     if unexplained:
         return fail(f"the GPU lists disagree: {unexplained[0]}", evidence=ev,
-                    detail="; ".join(unexplained[1:] + explained) or None,
+                    detail="; ".join(unexplained[1:] + explained) or None, symptom_of=named,
                     fix=recipe("visible_devices_disagree", f, summary="; ".join(unexplained + explained)))
     if explained:
         return warn(f"the GPU lists disagree: {explained[0]}", evidence=ev, detail="; ".join(explained[1:]) or None,
-                    fix=recipe("visible_devices_disagree", f, summary="; ".join(explained)))
+                    symptom_of=named, fix=recipe("visible_devices_disagree", f, summary="; ".join(explained)))
     return ok(f"{_and(compared)} agree: {title_counts}", evidence=ev)
 
 

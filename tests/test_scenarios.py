@@ -29,6 +29,14 @@ def test_scenario(path):
         text = finding_text(report, check_id)
         for needle in needles:
             assert needle in text, f"{check_id}: {needle!r} not in\n{text}"
+    for check_id, needles in exp.get("lacks", {}).items():
+        text = finding_text(report, check_id)
+        for needle in needles:
+            assert needle not in text, f"{check_id}: {needle!r} must not be offered here:\n{text}"
+    if "diagnoses" in exp:
+        got = [{"family": d.family, "cause": d.cause.check_id, "symptoms": [s.check_id for s in d.symptoms]}
+               for d in report.diagnoses]
+        assert got == exp["diagnoses"]
     forbidden = set(exp.get("no_other", [])) | {"error"}
     for check_id, found in statuses.items():
         if check_id not in exp.get("expect", {}):
