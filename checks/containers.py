@@ -48,8 +48,11 @@ def container_gpu_devices(f: Facts):
     values = dict(container_kind=c.kind, visible_note=_visible_note(c.visible))
     title = f"no GPU was passed into this {c.kind} container (no /dev/nvidia0)"
     if not signs:
+        # No GPU anywhere (DRV001 says so) is the cause to name; this container adds nothing to fix.
+        gpu = f.get("nvidia_gpu_present")
         return warn(title, detail="Nothing in it expects a GPU either; if GPU work should run here, start it "
-                                  "with GPUs.", evidence=ev, fix=recipe("no_device_in_container", f, **values))
+                                  "with GPUs.", evidence=ev, fix=recipe("no_device_in_container", f, **values),
+                    symptom_of=("DRV001",) if gpu is not None and not gpu.present else ())
     return fail(title, detail=f"{_visible_note(c.visible)}. CUDA inside sees no device.", evidence=ev,
                 fix=recipe("no_device_in_container", f, **values))
 

@@ -11,6 +11,7 @@ from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.knowledge.smi_failures import classify
 from gpudoctor.recipes import recipe
+from gpudoctor_checks.kernel_module import secure_boot_fix
 
 
 def seconds(s: float) -> str:
@@ -113,8 +114,9 @@ def _not_loaded(f: Facts):
     module = f.get("nvidia_module_file")
     secure_boot = f.get("secure_boot")
     if module and module.found and secure_boot and secure_boot.enforced:
+        how = "unsigned modules" if not module.signer else "modules signed with an unenrolled key"
         return ("nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded, and Secure Boot "
-                "refuses modules signed with an unenrolled key", recipe("secure_boot_module_unsigned", f))
+                f"refuses {how}", secure_boot_fix(f))
     if module and not module.found:
         return ("nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel",
                 recipe("driver_not_loaded", f))

@@ -50,6 +50,15 @@ def _wants_nvidia_module(f: Facts) -> bool:
     return bool(f.get("pci_gpus")) or bool(module and module.found)
 
 
+def secure_boot_fix(f: Facts):
+    """The fix for a module Secure Boot refuses: sign it when it is unsigned, else enrol the key that
+    signed it. DRV001 uses the same, so both checks name one cause with one fix."""
+    module = f.get("nvidia_module_file")
+    if module is not None and module.found and not module.signer:
+        return recipe("secure_boot_sign_module", f)
+    return recipe("secure_boot_module_unsigned", f)
+
+
 @check("SEC001", "secure-boot-module", "Secure Boot lets the nvidia module load", needs=("secure_boot",))
 def secure_boot_module(f: Facts):
     """With Secure Boot on, an nvidia module signed with a key the firmware does not know is refused."""
@@ -81,10 +90,13 @@ def secure_boot_module(f: Facts):
     else:
         how = f"it is signed by '{module.signer}', a key the firmware does not trust yet"
     return fail(f"Secure Boot is on and the nvidia module is not loaded: {how}",
-                detail="With Secure Boot the kernel refuses modules whose signing key is not enrolled "
-                       "('Key was rejected by service'); DKMS signs with a Machine Owner Key that must be "
-                       "enrolled once through MOK Manager.",
-                evidence=ev, fix=recipe("secure_boot_module_unsigned", f))
+                detail=("With Secure Boot the kernel refuses unsigned modules ('Key was rejected by service'): "
+                        "enrolling a key cannot help until the module is signed."
+                        if module is not None and not module.signer else
+                        "With Secure Boot the kernel refuses modules whose signing key is not enrolled "
+                        "('Key was rejected by service'); DKMS signs with a Machine Owner Key that must be "
+                        "enrolled once through MOK Manager."),
+                evidence=ev, fix=secure_boot_fix(f))
 
 
 CHECKS = (module_matches, secure_boot_module)

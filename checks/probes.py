@@ -35,12 +35,27 @@ def _problem(run: FrameworkProbe):
     return None
 
 
+def _timed_out(f: Facts, run: FrameworkProbe):
+    """A probe that did not answer in time says nothing about the install: never advise a reinstall."""
+    secs = "?" if run.duration_s is None else f"{run.duration_s:.0f}"
+    return warn(f"the {run.framework} probe did not answer within {secs}s: gpudoctor cannot tell how "
+                f"{run.framework} is built", subject=run.framework, family="gpudoctor",
+                detail=f"Importing {run.framework} in {run.python} took longer than the time gpudoctor allows "
+                       "(a busy machine, a slow network filesystem, or an import that hangs); the checks that "
+                       f"read {run.framework}'s build were skipped.",
+                evidence=[Evidence(f"framework:{run.framework}", _tail(run.stderr) or f"no answer after {secs}s")],
+                fix=recipe("probe_timeout", f, framework=run.framework, seconds=secs))
+
+
 @check("PRB001", "probes-finished", "framework probes finished", needs=("framework_probes",))
 def probes_finished(f: Facts):
     """Each framework probe (a child of the target interpreter) must import its framework and answer in time."""
     findings = []
     runs = f["framework_probes"]
     for run in runs:
+        if run.timed_out:
+            findings.append(_timed_out(f, run))
+            continue
         problem = _problem(run)
         if problem:
             stderr = _tail(run.stderr) or _tail(run.traceback)

@@ -106,6 +106,11 @@ def tf_cuda_libs(f: Facts):
     gpu = f.get("nvidia_gpu_present")
     if gpu is not None and not gpu.present:
         return ok(f"TensorFlow {tf.version} has CUDA, but this machine has no NVIDIA GPU: it runs on the CPU")
+    if gpu is not None and gpu.host_only:
+        return fail(f"TensorFlow {tf.version} registers no GPU: the host has {gpu.count} NVIDIA GPU(s), but none "
+                    "was passed into this container", subject=f"tensorflow {tf.version}",
+                    evidence=[Evidence(gpu.source, gpu.evidence)], symptom_of=("DRV001", "CTR001"),
+                    fix=recipe("no_device_in_container", f))
     log = f.get("tf_log")
     libs = f.get("cuda_libraries") or CudaLibraries({}, False, {}, None)
     found, absent = [], []
@@ -116,8 +121,11 @@ def tf_cuda_libs(f: Facts):
     skipped = log.skipped_gpus if log else None
     if not failed and not skipped:
         if tf.gpus:
+            # TensorRT's libnvinfer is logged as missing on every machine without TensorRT: not a failure.
+            optional = [Evidence(EV, f"could not load {lib} (optional: TensorRT, used only by TF-TRT)")
+                        for lib, _ in (log.optional_failed if log else ())][:2]
             return ok(f"TensorFlow {tf.version} loads its CUDA libraries and registers {len(tf.gpus)} GPU(s)",
-                      evidence=found)
+                      evidence=found + optional)
         if not f.has("cuda_libraries"):
             return skip("neither TensorFlow's log, `ldconfig -p` nor pip's nvidia-* wheels show its libraries")
         if not absent:

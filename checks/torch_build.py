@@ -157,6 +157,11 @@ def torch_cuda_available(f: Facts):
     gpu = f.get("nvidia_gpu_present")
     if gpu is not None and not gpu.present:
         return ok(f"torch {tb.version} has CUDA, but this machine has no NVIDIA GPU: it runs on the CPU")
+    if gpu is not None and gpu.host_only:
+        return fail(f"torch.cuda.is_available() is False: the host has {gpu.count} NVIDIA GPU(s), but none was "
+                    "passed into this container", subject=f"torch {tb.version}",
+                    evidence=[Evidence(gpu.source, gpu.evidence), Evidence("listing:/dev", "no /dev/nvidia* device")],
+                    symptom_of=("DRV001", "CTR001"), fix=recipe("no_device_in_container", f))
     if f.has("smi_result") and not f.has("smi"):
         return skip("the NVIDIA driver does not answer, which explains it (DRV001)")
     err = tb.init_error or RaisedError("?", "is_available() returned False without an exception")

@@ -46,8 +46,12 @@ def machine_context(f) -> Dict[str, Any]:
     ctx["kernel_module_version"] = module.version if module else None
     userspace = f.get("userspace_driver")
     ctx["userspace_driver_version"] = userspace.version if userspace else ctx["driver_version"]
+    on_disk = f.get("nvidia_module_file")  # the only version left when the module will not load
+    ctx["driver_version"] = ctx["driver_version"] or (on_disk.version if on_disk else None)
     ctx["driver_branch"] = (ctx["driver_version"] or ctx["kernel_module_version"] or "").split(".")[0] or None
     ctx["cuda_driver_max"] = f.get("cuda_driver_max")
+    install = f.get("driver_install")
+    ctx["driver_install"] = install.method if install else None
     ctx.update(_cuda_toolkit_context(f))
     gpus = f.get("gpus") or ()
     if gpus:

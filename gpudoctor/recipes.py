@@ -6,7 +6,8 @@ message, and a snapshot when one is given), so both give the same fix.
 
 Recipe file fields: ``id``, ``family``, ``title``, ``explanation``, ``summary``
 (template), ``commands`` (list of templates, or a dict keyed by distribution family
-``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``), ``needs_root``,
+``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``, and ``runfile`` for a driver
+from NVIDIA's .run installer, which takes precedence), ``needs_root``,
 ``needs_reboot``, ``links`` (sources). Templates use ``{name}`` placeholders filled from
 the context below; a placeholder with no value is shown as ``<name>`` for the user to fill.
 An optional ``generic`` object holds a ``summary`` (a string, or a list from most to least
@@ -66,7 +67,11 @@ def unfilled(template: str, ctx: Mapping[str, Any]) -> set:
 
 
 def _pick(commands, ctx: Mapping[str, Any]) -> list:
+    """A recipe's commands for this machine: a driver from NVIDIA's .run installer first (its files
+    must be removed with nvidia-uninstall before any package), then the distribution family."""
     if isinstance(commands, dict):
+        if ctx.get("driver_install") == "runfile" and commands.get("runfile"):
+            return list(commands["runfile"])
         family = ctx.get("platform_family") or "default"
         return list(commands.get(family) or commands.get("default") or [])
     return list(commands or [])

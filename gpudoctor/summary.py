@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Dict
 
-from gpudoctor.facts import Facts
+from gpudoctor.facts import Facts, NotApplicable
 
 
 def _framework(f: Facts, name: str) -> Dict:
     fw = f.get(name)
-    if fw is None:
-        return {"installed": False, "why": f.why_missing(name)}
+    if fw is None:  # not installed is an answer; a probe that timed out or crashed is not
+        exc = f.failure(name)
+        return {"installed": False if isinstance(exc, NotApplicable) else None, "why": str(exc) if exc else None}
     out = {"installed": True, "version": fw.version}
     if fw.import_error:
         out["import_error"] = fw.import_error.message

@@ -230,7 +230,9 @@ def _frameworks(fws: Dict[str, Dict]) -> List[str]:
     rows = []
     for name, fw in fws.items():
         if not fw.get("installed"):
-            rows.append((name, None, None, fw.get("why") or "not installed"))
+            unknown = fw.get("installed") is None
+            rows.append((name, None, None, (f"cannot tell: {fw.get('why')}" if unknown else fw.get("why"))
+                         or "not installed"))
             continue
         cuda = fw.get("cuda") or ("CPU-only build" if name in ("torch", "tensorflow") else None)
         state = fw.get("import_error") and f"import fails: {fw['import_error']}"

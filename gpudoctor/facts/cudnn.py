@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, NotApplicable, fact
 from gpudoctor.facts.cuda import real_path
 from gpudoctor.facts.libraries import CachedLib, libs_named
 
@@ -72,7 +72,7 @@ def cudnn(f: Facts) -> Cudnn:
     libs = tuple(libs_named(cache, "libcudnn.so")) if cache is not None else ()
     if not headers and not libs:
         why = "" if cache is not None else f" ({f.why_missing('ldconfig')})"
-        raise Missing("no system cuDNN found (no cudnn_version.h, no libcudnn.so.N in the loader cache"
+        raise NotApplicable("no system cuDNN found (no cudnn_version.h, no libcudnn.so.N in the loader cache"
                       f"{why}); pip wheels of torch and TensorFlow bring their own")
     majors = sorted({int(m.group(1)) for lib in libs for m in [re.match(r"libcudnn\.so\.(\d+)", lib.name)] if m})
     return Cudnn(tuple(headers), libs, tuple(majors), cache is not None)

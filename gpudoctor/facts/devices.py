@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from gpudoctor import visible_devices
 from gpudoctor.facts import Facts, Missing, fact
@@ -32,6 +32,7 @@ class GpuPresence:
     count: int       # GPUs (or PCI devices, or /dev/nvidiaN nodes) found; 0 when none
     source: str      # evidence source: "command:nvidia_smi_xml", "nvml:devices", "command:lspci", "listing:/dev"
     evidence: str    # what that source shows, or which sources found nothing
+    host_only: bool = False  # inside a container: the host's kernel has NVIDIA GPUs, none was passed in
 
 
 @fact("nvidia_gpu_present")
@@ -49,6 +50,9 @@ def nvidia_gpu_present(f: Facts) -> GpuPresence:
     nodes = [n for n in dev or () if re.fullmatch(r"nvidia\d+", n)]
     if nodes:
         return GpuPresence(True, len(nodes), "listing:/dev", " ".join(f"/dev/{n}" for n in nodes))
+    host = _kernel_gpus(f)
+    if host is not None:
+        return host
     looked = [what for what, known in (("nvidia-smi", f.has("smi_result")),
                                        ("lspci", f.snapshot.command("lspci") is not None),
                                        ("/dev", dev is not None)) if known]
@@ -56,6 +60,25 @@ def nvidia_gpu_present(f: Facts) -> GpuPresence:
         raise Missing("neither nvidia-smi, lspci nor /dev was recorded: cannot tell whether there is a GPU")
     return GpuPresence(False, 0, "listing:/dev" if "/dev" in looked else "command:lspci",
                        f"no NVIDIA GPU found by {', '.join(looked)}")
+
+
+_MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
+
+
+def _kernel_gpus(f: Facts) -> Optional[GpuPresence]:
+    """GPUs the loaded NVIDIA kernel module knows (/proc/driver/nvidia/gpus/<bus>/information). Inside a
+    container procfs is the host kernel's: they are the host's GPUs, and none reached the container."""
+    infos = f.snapshot.glob("/proc/driver/nvidia/gpus/*/information")
+    module = f.get("kernel_module")
+    if not infos and module is None:
+        return None
+    where = f.get("container")
+    inside = bool(where and where.inside)
+    models = [m.group(1) for r in infos for m in [_MODEL.search(r.content or "")] if m]
+    if infos:
+        what = "; ".join(f"{r.path.split('/')[-2]} {m}" for r, m in zip(infos, models or ["?"] * len(infos)))
+        return GpuPresence(True, len(infos), "file:/proc/driver/nvidia/gpus", what, host_only=inside)
+    return GpuPresence(True, 1, module.source, module.line, host_only=inside)
 
 
 @fact("gpu_processes")

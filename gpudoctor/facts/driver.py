@@ -162,3 +162,32 @@ def driver_for_cuda(f: Facts) -> DriverForCuda:
     else:
         raise Missing(f.why_missing("driver_version") or "no NVIDIA driver version is known")
     return DriverForCuda(version, source, "wsl" if inside else "linux")
+
+
+@dataclass(frozen=True)
+class DriverInstall:
+    """How the NVIDIA driver was installed, which decides how to replace or rebuild it."""
+
+    method: str      # "runfile" (NVIDIA's .run installer) | "package" (the distribution's, DKMS/akmods)
+    evidence: str    # what says so
+
+
+# Files NVIDIA's .run installer leaves behind (its uninstaller, its log, the nouveau blacklist it writes).
+RUNFILE_SIGNS = (("/usr/bin", "nvidia-uninstall"), ("/var/log", "nvidia-installer.log"))
+RUNFILE_CONF = "/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"
+
+
+@fact("driver_install")
+def driver_install(f: Facts) -> DriverInstall:
+    """NVIDIA's .run installer or the distribution's packages, from the files each leaves."""
+    for directory, name in RUNFILE_SIGNS:
+        if name in (f.snapshot.listing(directory) or ()):
+            return DriverInstall("runfile", f"{directory}/{name} exists (left by NVIDIA's .run installer)")
+    if f.snapshot.file(RUNFILE_CONF).exists:
+        return DriverInstall("runfile", f"{RUNFILE_CONF} exists (written by NVIDIA's .run installer)")
+    if f.snapshot.listing("/usr/bin") is None:
+        raise Missing("/usr/bin was not listed in this snapshot: cannot tell how the driver was installed")
+    module = f.get("nvidia_module_file")
+    if module is None or not module.found:
+        raise Missing("no nvidia module and no .run installer files: no driver is installed to tell about")
+    return DriverInstall("package", f"{module.filename} and no nvidia-uninstall (a distribution package)")

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 from gpudoctor.facts import Facts, Missing, fact
 from gpudoctor.facts.frameworks import RaisedError, record
+from gpudoctor.knowledge.framework_runtime import tf_optional_library
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,13 @@ def _str(v) -> Optional[str]:
 
 @dataclass(frozen=True)
 class TfLog:
-    failed: Tuple[Tuple[str, str], ...]   # (library, dlerror) from "Could not load dynamic library"
+    failed: Tuple[Tuple[str, str], ...]   # (library, dlerror) from "Could not load dynamic library", required ones
     opened: Tuple[str, ...]               # "Successfully opened dynamic library ..."
     skipped_gpus: Optional[str]           # the "Cannot dlopen some GPU libraries" line
     cuinit: Optional[str]                 # "failed call to cuInit: ..."
     growth_unparsed: Optional[str]        # TF_FORCE_GPU_ALLOW_GROWTH "could not be parsed"
     ignored_gpus: Tuple[str, ...] = ()    # "Ignoring visible gpu device ... minimum required Cuda capability"
+    optional_failed: Tuple[Tuple[str, str], ...] = ()  # libraries TF can do without (TensorRT), not failures
 
 
 _FAILED = re.compile(r"Could not (?:load dynamic library|dlopen library) '([^']+)'; dlerror: ([^;\n]*)")
@@ -112,10 +114,13 @@ def tf_log(f: Facts) -> TfLog:
     failed: Dict[str, str] = {}
     for lib, why in _FAILED.findall(text):
         failed.setdefault(lib, why.strip())
-    return TfLog(tuple(failed.items()), tuple(dict.fromkeys(_OPENED.findall(text))),
+    optional = {lib: why for lib, why in failed.items() if tf_optional_library(lib)}
+    return TfLog(tuple((k, v) for k, v in failed.items() if k not in optional),
+                 tuple(dict.fromkeys(_OPENED.findall(text))),
                  _line(text, "Cannot dlopen some GPU libraries"), _line(text, "failed call to cuInit"),
                  _line(text, "TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed"),
-                 tuple(line.strip() for line in text.splitlines() if "Ignoring visible gpu device" in line))
+                 tuple(line.strip() for line in text.splitlines() if "Ignoring visible gpu device" in line),
+                 tuple(optional.items()))
 
 
 def _line(text: str, needle: str) -> Optional[str]:

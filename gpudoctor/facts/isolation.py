@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, NotApplicable, fact
 from gpudoctor.facts.cuda import Link
 from gpudoctor.facts.driver import DriverLib, versioned_driver_libs
 from gpudoctor.facts.libraries import CachedLib, libs_named
@@ -29,7 +29,7 @@ def container_gpu(f: Facts) -> ContainerGpu:
     """Inside a container: the NVIDIA device nodes and NVIDIA_* variables the runtime passed in."""
     where = f["container"]
     if not where.inside:
-        raise Missing("not running inside a container")
+        raise NotApplicable("not running inside a container")
     devices = f["dev_nodes"]
     return ContainerGpu(where.kind or "container", devices, tuple(n for n in devices if re.fullmatch(r"nvidia\d+", n)),
                         f.env.get("NVIDIA_VISIBLE_DEVICES"), f.env.get("NVIDIA_DRIVER_CAPABILITIES"),
@@ -55,7 +55,7 @@ def wsl_gpu(f: Facts) -> WslGpu:
     in the distribution (libcuda.so.<version> files, libcuda in the loader cache outside /usr/lib/wsl)."""
     where = f["wsl"]
     if not where.inside:
-        raise Missing("not running under WSL")
+        raise NotApplicable("not running under WSL")
     cache = f.get("ldconfig")
     libcuda = tuple(libs_named(cache, "libcuda.so")) if cache is not None else None
     link = next((ln for ln in f.get("links") or () if ln.path == "/usr/lib/wsl/lib/libcuda.so.1"), None)

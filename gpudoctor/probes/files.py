@@ -60,6 +60,9 @@ LISTINGS = {
     "/usr/lib/powerpc64le-linux-gnu": _DRIVER_LIBS,
     "/usr/lib64": _DRIVER_LIBS,
     "/usr/lib": _DRIVER_LIBS,
+    # How the driver was installed: NVIDIA's .run installer leaves nvidia-uninstall and its log.
+    "/usr/bin": "nvidia-",
+    "/var/log": "nvidia-installer",
 }
 
 # Paths whose symlink target is recorded: which toolkit /usr/local/cuda means, which cuDNN

@@ -38,6 +38,8 @@ def render_machine(report: Report, style: Style) -> List[str]:
     for name, fw in frameworks.items():
         if fw.get("installed"):
             lines.append(_row(name, _framework_line(name, fw)))
+        elif fw.get("installed") is None and fw.get("why") and "not probed" not in fw["why"]:
+            lines.append(_row(name, f"cannot tell: {fw['why']}"))
     py = m.get("python") or {}
     if py.get("path") and py.get("version") and not any(fw.get("installed") for fw in frameworks.values()):
         lines.append(_row("python", f"{py['path']} ({py['version']}): no torch, TensorFlow or JAX installed"))
