@@ -97,9 +97,15 @@ class Mapping:
             "visible": [{"cuda_index": v.cuda_index, "entry": v.entry, "gpu_index": getattr(v.gpu, "index", None),
                          "name": getattr(v.gpu, "name", None), "uuid": getattr(v.gpu, "uuid", None),
                          "pci_bus_id": getattr(v.gpu, "pci_bus_id", None),
-                         "mig_uuid": getattr(v.mig, "uuid", None)} for v in self.visible],
+                         "compute_cap": getattr(v.gpu, "compute_cap", None),
+                         "mig_enabled": getattr(v.gpu, "mig_mode", None) == "Enabled",
+                         "mig_uuid": getattr(v.mig, "uuid", None),
+                         "mig": None if v.mig is None else {k: getattr(v.mig, k, None)
+                                                            for k in ("uuid", "profile", "gi_id", "ci_id")}}
+                        for v in self.visible],
             "hidden": [{"gpu_index": getattr(g, "index", None), "name": getattr(g, "name", None),
-                        "pci_bus_id": getattr(g, "pci_bus_id", None)}
+                        "pci_bus_id": getattr(g, "pci_bus_id", None), "uuid": getattr(g, "uuid", None),
+                        "compute_cap": getattr(g, "compute_cap", None)}
                        for g in self.gpus if id(g) not in visible_ids],
             "problems": [{"code": p.code, "message": p.message, "hides_all": p.hides_all} for p in self.problems],
         }

@@ -47,10 +47,15 @@ def test_visible_override_tries_a_value_without_exporting_it():
     assert [d["nvidia_smi_index"] for d in json.loads(proc.stdout)["devices"]] == [5, 0]
 
 
-def test_mixed_gpus_warn_that_the_order_is_not_certain():
+def test_mixed_gpus_say_how_sure_the_order_is_in_checks_words():
     proc = run_gpudoctor("devices", "--snapshot", MIXED, "--no-color")
     assert proc.returncode == 0
-    assert "note: the GPUs differ and CUDA_DEVICE_ORDER is not PCI_BUS_ID" in proc.stdout
+    # CVD002's own title, the same words `check` prints: one judgment.
+    assert ("note: 1 x GeForce RTX 2070 and 1 x GeForce GTX 750 Ti, and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
+            "CUDA's device 0 is most likely nvidia-smi's GPU 0 (GeForce RTX 2070) too") in proc.stdout
+    data = json.loads(run_gpudoctor("devices", "--snapshot", MIXED, "--json").stdout)
+    assert (data["order_source"], data["order_known"]) == ("compute_capability", False)
+    assert {"check": "CVD002", "status": "warn"}.items() <= data["verdicts"][1].items()
     fixed = run_gpudoctor("devices", "--snapshot", MIXED, "--order", "PCI_BUS_ID", "--json")
     assert json.loads(fixed.stdout)["order_known"] is True
 

@@ -19,9 +19,13 @@ def visible_devices_spec(f: Facts) -> visible_devices.Spec:
 
 @fact("visible_devices")
 def visible_devices_map(f: Facts) -> visible_devices.Mapping:
-    """CUDA index -> physical GPU under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER."""
+    """CUDA index -> physical GPU under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, in CUDA's order:
+    the order torch saw when it was probed with every GPU visible, else modelled (visible_devices)."""
     gpus = f["gpus"]
-    return visible_devices.resolve(f["visible_devices_spec"], gpus, f.env.get("CUDA_DEVICE_ORDER"))
+    spec = f["visible_devices_spec"]
+    tb = f.get("torch_build")
+    observed = [d.uuid for d in tb.devices] if tb is not None and tb.available and not spec.is_set else None
+    return visible_devices.resolve(spec, gpus, f.env.get("CUDA_DEVICE_ORDER"), observed)
 
 
 @dataclass(frozen=True)
