@@ -47,12 +47,16 @@ def container_gpu_devices(f: Facts):
     ev = [Evidence("listing:/dev", "no /dev/nvidia* device" if not nodes else " ".join(nodes))] + signs
     values = dict(container_kind=c.kind, visible_note=_visible_note(c.visible))
     title = f"no GPU was passed into this {c.kind} container (no /dev/nvidia0)"
+    gpu = f.get("nvidia_gpu_present")
+    if gpu is not None and not gpu.present:
+        # Not even the host's kernel shows an NVIDIA GPU: no GPU anywhere (DRV001) is the cause to name; a
+        # CUDA build inside (pip's default torch is one) does not make this container wrong.
+        return warn(title, detail="Neither this container nor the host's kernel (/proc/driver/nvidia) shows an "
+                                  "NVIDIA GPU; if GPU work should run here, start it on a GPU host with GPUs.",
+                    evidence=ev, fix=recipe("no_device_in_container", f, **values), symptom_of=("DRV001",))
     if not signs:
-        # No GPU anywhere (DRV001 says so) is the cause to name; this container adds nothing to fix.
-        gpu = f.get("nvidia_gpu_present")
         return warn(title, detail="Nothing in it expects a GPU either; if GPU work should run here, start it "
-                                  "with GPUs.", evidence=ev, fix=recipe("no_device_in_container", f, **values),
-                    symptom_of=("DRV001",) if gpu is not None and not gpu.present else ())
+                                  "with GPUs.", evidence=ev, fix=recipe("no_device_in_container", f, **values))
     return fail(title, detail=f"{_visible_note(c.visible)}. CUDA inside sees no device.", evidence=ev,
                 fix=recipe("no_device_in_container", f, **values))
 

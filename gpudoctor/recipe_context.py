@@ -45,9 +45,11 @@ def machine_context(f) -> Dict[str, Any]:
     module = f.get("kernel_module")
     ctx["kernel_module_version"] = module.version if module else None
     userspace = f.get("userspace_driver")
+    # When the module will not load, the module file on disk or the libraries' names still tell the version.
+    on_disk = f.get("nvidia_module_file")
+    ctx["driver_version"] = (ctx["driver_version"] or (on_disk.version if on_disk else None)
+                             or (userspace.version if userspace else None))
     ctx["userspace_driver_version"] = userspace.version if userspace else ctx["driver_version"]
-    on_disk = f.get("nvidia_module_file")  # the only version left when the module will not load
-    ctx["driver_version"] = ctx["driver_version"] or (on_disk.version if on_disk else None)
     ctx["driver_branch"] = (ctx["driver_version"] or ctx["kernel_module_version"] or "").split(".")[0] or None
     ctx["cuda_driver_max"] = f.get("cuda_driver_max")
     install = f.get("driver_install")
