@@ -26,6 +26,16 @@ def report_for(path: Path):
     return build_report(load(str(path / "snapshot")))
 
 
+def text_report(path: Path) -> str:
+    """What a person reads for this scenario (no colour), with the replay path relative to the repository,
+    so the golden is the same from any working directory."""
+    from gpudoctor.render.text import render
+
+    report = report_for(path)
+    report.source = str((path / "snapshot").relative_to(ROOT))
+    return render(report, Style(colour=False))
+
+
 def finding_text(report, check_id: str) -> str:
     style = Style(colour=False)
     lines = []
