@@ -6,7 +6,6 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Tuple
 
-from gpudoctor import knowledge
 from gpudoctor import smi as smi_parser
 from gpudoctor.facts import Facts, Missing, command_result, fact
 from gpudoctor.runner import CommandResult
@@ -283,5 +282,9 @@ def gpus(f: Facts) -> Tuple[Gpu, ...]:
 
 def _cc_from_name(name: Optional[str]) -> Optional[str]:
     """The compute capability gpudoctor's GPU table gives a model name ("Tesla P100-PCIE-16GB" -> "6.0")."""
-    info = knowledge.gpu_info(name) if name else None
+    if not name:
+        return None
+    from gpudoctor import knowledge  # the tables load only when a name must stand in (the hook starts faster)
+
+    info = knowledge.gpu_info(name)
     return info.compute_cap if info else None
