@@ -53,13 +53,6 @@ class _Counting:
         return data
 
 
-def load_any(path: str) -> Snapshot:
-    """Load a snapshot folder, or the snapshot inside a support bundle (.tar.gz) when ``path`` is a file."""
-    if Path(path).is_file():
-        return load_bundle(path)
-    return load(path)
-
-
 def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
     """The snapshot inside a bundle written by ``gpudoctor bundle``; SnapshotError says why not."""
     _check_file(path)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import click
 
 from gpudoctor.exitcodes import ExitCode
-from gpudoctor.bundle.read import load_any
-from gpudoctor.snapshot import Snapshot, SnapshotError
+from gpudoctor.snapshot import Snapshot, SnapshotError, load
 
 
 class InputError(click.ClickException):
@@ -62,8 +62,14 @@ def snapshot_option(fn):
 
 
 def load_snapshot(path: str) -> Snapshot:
+    """A snapshot folder, or the snapshot inside a support bundle (.tar.gz) when ``path`` is a file."""
     try:
-        return load_any(path)
+        if Path(path).is_file():
+            # tarfile, gzip and co. load for a bundle only: replaying a folder (the hook) starts fast
+            from gpudoctor.bundle.read import load_bundle
+
+            return load_bundle(path)
+        return load(path)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
 

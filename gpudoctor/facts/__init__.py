@@ -33,6 +33,7 @@ _DOCS: Dict[str, str] = {}
 PROVIDER_MODULES = (
     "gpudoctor.facts.system",
     "gpudoctor.facts.nvidia",
+    "gpudoctor.facts.nvml",
     "gpudoctor.facts.frameworks",
     "gpudoctor.facts.cuda",
     "gpudoctor.facts.cuda_paths",
