@@ -342,6 +342,21 @@ def test_live_hook_runs_only_nvidia_smi(stub_bin, tmp_path, monkeypatch, capsys)
     assert log.read_text() == "-q -x\n"
 
 
+@pytest.mark.parametrize("allowed, code", [("me", 0), ("somebody-else", 1)])
+def test_live_hook_records_process_owners_for_allow_user(stub_bin, tmp_path, monkeypatch, capsys, allowed, code):
+    import getpass
+
+    xml = tmp_path / "smi.xml"
+    xml.write_text(hs.xml(hs.T4_PROCS).replace("<pid>5762</pid>", f"<pid>{os.getpid()}</pid>"))
+    stub_bin("nvidia-smi", f"cat {xml}")
+    monkeypatch.setenv("PATH", f"{stub_bin.dir}:{os.environ['PATH']}")
+    user = getpass.getuser() if allowed == "me" else allowed
+    got, _, err = hook(capsys, "--no-foreign-processes", "--allow-user", user)
+    assert got == code, err
+    if code:
+        assert err.startswith("gpudoctor: 1 foreign GPU process(es) on GPU 0: ")
+
+
 def test_hung_nvidia_smi_is_killed_at_the_deadline(stub_bin, tmp_path, monkeypatch, capsys):
     pidfile = tmp_path / "pid"
     stub_bin("nvidia-smi", f"echo $$ > {pidfile}\nexec sleep 60")

@@ -18,6 +18,7 @@ from typing import Dict, Iterable, Mapping, Optional
 
 import gpudoctor
 from gpudoctor.probes import commands, files
+from gpudoctor.probes.owners import gpu_pids, process_owners
 from gpudoctor.requirements import Requirements
 from gpudoctor.snapshot import Snapshot
 
@@ -39,7 +40,7 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
         worker.start()
     budget = max(0.1, deadline - time.monotonic() - MARGIN_S)
     snap.commands["nvidia_smi_xml"] = commands.run_command("nvidia_smi_xml", environ, budget)
-    pids = _gpu_pids(snap.commands["nvidia_smi_xml"])
+    pids = gpu_pids(snap.commands["nvidia_smi_xml"])
     if pids is None:
         _presence(snap, environ, deadline)
     elif pids and req.no_foreign_processes and req.allow_users:
@@ -53,19 +54,6 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
 
 
 PRESENCE_FILES = ("/proc/driver/nvidia/version",)
-
-
-def _gpu_pids(result) -> Optional[list]:
-    """PIDs of GPU processes in nvidia-smi's report, or None when it printed no report."""
-    from gpudoctor import smi
-
-    if not result.stdout.strip():
-        return None
-    try:
-        report = smi.parse(result.stdout)
-    except smi.SmiParseError:
-        return None
-    return [p.pid for p in report.processes if p.pid is not None] if report.gpus else None
 
 
 def _presence(snap: Snapshot, environ: Mapping[str, str], deadline: float) -> None:
@@ -83,16 +71,3 @@ def _frameworks(box: Dict, python: Optional[str], environ: Mapping[str, str], de
     from gpudoctor.hook.fastfacts import framework_facts
 
     box.update(framework_facts(python, environ, max(0.1, deadline - time.monotonic() - MARGIN_S)))
-
-
-def process_owners(pids: Iterable[int]) -> Dict[int, str]:
-    """User names of GPU processes (``nvidia-smi`` does not print them); unknown ones left out."""
-    import psutil
-
-    owners = {}
-    for pid in set(p for p in pids if p is not None):
-        try:
-            owners[pid] = psutil.Process(pid).username()
-        except (psutil.Error, KeyError, OSError):
-            continue
-    return owners
