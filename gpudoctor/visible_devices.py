@@ -92,7 +92,8 @@ class Mapping:
         """The mapping as a report carries it (renderers show this, they never recompute it)."""
         visible_ids = {id(v.gpu) for v in self.visible}
         return {
-            "cuda_visible_devices": self.spec.raw, "order": self.order, "order_source": self.order_source,
+            "cuda_visible_devices": self.spec.raw, "mode": self.spec.mode, "order": self.order,
+            "order_source": self.order_source,
             "certain": self.certain, "order_known": self.order_known,
             "visible": [{"cuda_index": v.cuda_index, "entry": v.entry, "gpu_index": getattr(v.gpu, "index", None),
                          "name": getattr(v.gpu, "name", None), "uuid": getattr(v.gpu, "uuid", None),

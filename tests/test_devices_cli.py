@@ -29,7 +29,7 @@ def test_truncated_list_exits_1_and_names_the_dropped_entries():
     proc = run_gpudoctor("devices", "--snapshot", TRUNCATES, "--json")
     assert proc.returncode == 1
     view = json.loads(proc.stdout)
-    assert view["schema"] == "gpudoctor.devices/1"
+    assert view["schema"] == "gpudoctor.devices/2"
     assert [(d["cuda_index"], d["nvidia_smi_index"]) for d in view["devices"]] == [(0, 2), (1, 3)]
     assert [g["nvidia_smi_index"] for g in view["hidden"]] == [0, 1, 4, 5]
     assert [p["code"] for p in view["problems"]] == ["invalid"]

@@ -16,7 +16,7 @@ from gpudoctor.commands.common import (InputError, color_option, json_option, lo
                                        snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
-SCHEMA = "gpudoctor.devices/1"
+SCHEMA = "gpudoctor.devices/2"
 
 
 def _live(timeout: float, python: Optional[str], torch: bool):
@@ -51,7 +51,8 @@ def build_view(snap, visible: Optional[str] = None, order: Optional[str] = None)
     m = report.devices
     if m is None:
         facts = Facts(tried)
-        view.update(error=facts.why_missing("gpus") or "no GPU inventory", devices=[], hidden=[],
+        view.update(mode=facts["visible_devices_spec"].mode,
+                    error=facts.why_missing("gpus") or "no GPU inventory", devices=[], hidden=[],
                     problems=[_problem(p) for p in facts["visible_devices_spec"].problems], physical_count=0,
                     order_known=True, order_source="pci_order")
         return view
@@ -59,7 +60,7 @@ def build_view(snap, visible: Optional[str] = None, order: Optional[str] = None)
     # torch was probed under the recorded settings: its answers only describe those, not a --visible/--order guess.
     if visible is None and order is None:
         _add_torch(Facts(snap), devices)
-    view.update(order=m["order"], order_known=m["order_known"], order_source=m["order_source"],
+    view.update(mode=m["mode"], order=m["order"], order_known=m["order_known"], order_source=m["order_source"],
                 physical_count=len(m["visible"]) + len(m["hidden"]), devices=devices,
                 hidden=[_gpu(g) for g in m["hidden"]], problems=m["problems"],
                 mig_enabled=sorted({v["gpu_index"] for v in m["visible"] if v["mig_enabled"]}))
