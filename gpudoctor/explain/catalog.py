@@ -17,8 +17,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-KINDS = ("diagnosis", "program_bug", "harmless", "fact", "context")
-STREAMED = ("diagnosis", "program_bug", "harmless")   # matched line by line while scanning
+KINDS = ("diagnosis", "program_bug", "harmless", "cpu_only", "fact", "context")
+STREAMED = ("diagnosis", "program_bug", "harmless", "cpu_only")   # matched line by line while scanning
+NOTES = ("program_bug", "harmless", "cpu_only")      # matches that are not an environment problem
 VALUE_TYPES = ("str", "int", "version", "size", "sm", "arch_list", "driver_api_int", "cudnn_version")
 
 
@@ -27,16 +28,42 @@ class CatalogError(ValueError):
 
 
 @dataclass(frozen=True)
+class TellApart:
+    """The one command that tells a candidate cause apart, what it shows when it is the cause, and the
+    check that reads the same fact on a recorded machine."""
+
+    command: str
+    shows: str
+    check: Optional[str] = None
+    only_in: Optional[str] = None           # "container" or "wsl": the cause exists only there
+
+
+@dataclass(frozen=True)
+class Prior:
+    """How often a candidate was the cause among real cases this signature matches (``bench/explain_priors.py``)."""
+
+    count: int
+    threads: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Alternative:
-    """Another family the same message can mean, ranked by its own specificity."""
+    """Another family the same message can mean.
+
+    With ``specificity`` it is also proposed as a diagnosis of its own when its ``requires`` flags hold
+    (an empty ``requires`` always holds); with ``tell_apart`` it is a candidate of the signature's
+    differential diagnosis, ranked by ``prior`` unless a clue (``requires``) lifts it."""
 
     family: str
     recipe: str
-    specificity: int
+    specificity: Optional[int] = None
     requires: Tuple[str, ...] = ()
     if_value: Mapping[str, str] = field(default_factory=dict)
     explanation: Tuple[str, ...] = ()
     excludes: Tuple[str, ...] = ()
+    tell_apart: Optional[TellApart] = None
+    prior: Optional[Prior] = None
+    title: Tuple[str, ...] = ()             # templates, the first whose values are known is used
 
 
 @dataclass(frozen=True)
@@ -44,7 +71,7 @@ class Signature:
     id: str
     kind: str
     family: Optional[str]
-    title: str
+    title: str                              # the plain title (no placeholders)
     anchors: Tuple[str, ...]
     patterns: Tuple["re.Pattern", ...]
     values: Mapping[str, str]
@@ -64,6 +91,21 @@ class Signature:
     examples: Tuple[Mapping, ...] = ()
     sources: Tuple[str, ...] = ()
     file: str = ""
+    titles: Tuple[str, ...] = ()            # title templates, most specific first, ``title`` last
+    ignore_case: bool = False               # anchors and patterns match in any letter case
+    tell_apart: Optional[TellApart] = None  # for its own family, when it has a differential
+    prior: Optional[Prior] = None
+    prior_of: int = 0                       # real cases the signature matched when the priors were counted
+
+    @property
+    def differential(self) -> bool:
+        return self.tell_apart is not None or any(a.tell_apart is not None for a in self.alternatives)
+
+    def has_anchor(self, line: str, lowered: Optional[str] = None) -> bool:
+        if self.ignore_case:
+            low = lowered if lowered is not None else line.lower()
+            return any(a.lower() in low for a in self.anchors)
+        return any(a in line for a in self.anchors)
 
     def drops(self, values: Mapping[str, str]) -> bool:
         """True when an extracted value marks the hit as something else (e.g. TensorRT's optional lib)."""
@@ -85,13 +127,12 @@ class Catalog:
         streamed = [s for s in self.signatures if s.kind in STREAMED]
         self.tails: Dict[bytes, Optional["re.Pattern"]] = {}
         owned: Dict[bytes, List[str]] = {g: [] for g in self.gates}
-        for anchor in {a for s in streamed for a in s.anchors}:
-            owner = next((g for g in self.gates if g.decode() in anchor), None)
-            if owner is not None:       # each anchor is found through one gate: the first listed it contains
-                owned[owner].append(anchor)
+        for anchor, ignore_case in {(a, s.ignore_case) for s in streamed for a in s.anchors}:
+            for gate in _owners(self.gates, anchor, ignore_case):
+                owned[gate].append((anchor, ignore_case))
         for gate in self.gates:
             mine = set(owned[gate])
-            self._by_gate[gate] = tuple(s for s in streamed if mine.intersection(s.anchors))
+            self._by_gate[gate] = tuple(s for s in streamed if mine.intersection((a, s.ignore_case) for a in s.anchors))
             self.tails[gate] = _tails(gate.decode(), sorted(mine))
 
     def for_gates(self, gates: Iterable[bytes]) -> Tuple[Signature, ...]:
@@ -109,8 +150,10 @@ class Catalog:
             for gate in key:
                 for sig in self._by_gate.get(gate, ()):
                     seen.setdefault(sig.id, sig)
-            anchors = sorted({a for sig in seen.values() for a in sig.anchors}, key=len, reverse=True)
-            any_anchor = re.compile("|".join(map(re.escape, anchors)) if anchors else "(?!)")
+            anchors = sorted({(a, sig.ignore_case) for sig in seen.values() for a in sig.anchors},
+                             key=lambda x: len(x[0]), reverse=True)
+            alternation = "|".join(f"(?i:{re.escape(a)})" if ci else re.escape(a) for a, ci in anchors)
+            any_anchor = re.compile(alternation or "(?!)")
             got = self._cache[key] = (any_anchor, tuple(seen.values()))
         return got
 
@@ -118,23 +161,37 @@ class Catalog:
         return [s for s in self.signatures if s.kind in kinds]
 
 
-def _tails(gate: str, anchors: List[str]) -> Optional["re.Pattern"]:
+def _owners(gates: Tuple[bytes, ...], anchor: str, ignore_case: bool) -> List[bytes]:
+    """The gates an anchor is found through: the first listed gate it contains; for an anchor of a
+    case-insensitive signature, every gate it contains in any letter case (``CUDA`` and ``cud`` both
+    find "CUDA out of memory" written as "cuda out of memory")."""
+    if not ignore_case:
+        return [g for g in gates if g.decode() in anchor][:1]
+    low = anchor.lower()
+    return [g for g in gates if g.decode().lower() in low]
+
+
+def _tails(gate: str, anchors: List[Tuple[str, bool]]) -> Optional["re.Pattern"]:
     """A bytes regex of what follows ``gate`` inside the anchors that contain it; None if one ends with it.
 
     Matched at each gate occurrence, it drops ``cuda:0`` or ``NCCL INFO`` (no anchor continues like
-    that) before the line is even located, which keeps chatty logs cheap."""
+    that) before the line is even located, which keeps chatty logs cheap. Tails of case-insensitive
+    anchors match in any letter case."""
     tails = set()
-    for anchor in anchors:
-        start = anchor.find(gate)
+    for anchor, ignore_case in anchors:
+        text, needle = (anchor.lower(), gate.lower()) if ignore_case else (anchor, gate)
+        start = text.find(needle)
         while start != -1:
-            tail = anchor[start:]
-            if tail == gate:
+            tail = text[start:]
+            if tail == needle:
                 return None
-            tails.add(tail)
-            start = anchor.find(gate, start + 1)
+            tails.add((tail, ignore_case))
+            start = text.find(needle, start + 1)
     if not tails:
         return None
-    return re.compile(b"|".join(re.escape(t.encode()) for t in sorted(tails, key=len, reverse=True)))
+    parts = [b"(?i:" + re.escape(t.encode()) + b")" if ci else re.escape(t.encode())
+             for t, ci in sorted(tails, key=lambda x: len(x[0]), reverse=True)]
+    return re.compile(b"|".join(parts))
 
 
 def _files() -> List[Tuple[str, str]]:
@@ -155,12 +212,31 @@ def _compile(pattern: str, flags: str, where: str) -> "re.Pattern":
         raise CatalogError(f"{where}: bad pattern {pattern!r}: {exc}") from None
 
 
+def _tell_apart(raw: Optional[Mapping], where: str) -> Optional[TellApart]:
+    if raw is None:
+        return None
+    try:
+        return TellApart(raw["command"], raw["shows"], raw.get("check"), raw.get("only_in"))
+    except (KeyError, TypeError):
+        raise CatalogError(f"{where}: tell_apart needs a command and what it shows") from None
+
+
+def _prior(raw: Optional[Mapping]) -> Optional[Prior]:
+    return None if raw is None else Prior(int(raw.get("count", 0)), _tuple(raw.get("threads")))
+
+
 def _alternative(raw: Mapping, where: str) -> Alternative:
     try:
-        return Alternative(raw["family"], raw["recipe"], int(raw["specificity"]), _tuple(raw.get("requires")),
-                           dict(raw.get("if_value") or {}), _tuple(raw.get("explanation")), _tuple(raw.get("excludes")))
+        spec = raw.get("specificity")
+        alt = Alternative(raw["family"], raw["recipe"], None if spec is None else int(spec),
+                          _tuple(raw.get("requires")), dict(raw.get("if_value") or {}), _tuple(raw.get("explanation")),
+                          _tuple(raw.get("excludes")), _tell_apart(raw.get("tell_apart"), where),
+                          _prior(raw.get("prior")), _tuple(raw.get("title")))
     except KeyError as exc:
         raise CatalogError(f"{where}: alternative without {exc}") from None
+    if alt.specificity is None and alt.tell_apart is None:
+        raise CatalogError(f"{where}: alternative {alt.family} is neither proposed (specificity) nor told apart")
+    return alt
 
 
 def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
@@ -173,9 +249,12 @@ def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
     for name, vtype in values.items():
         if vtype not in VALUE_TYPES:
             raise CatalogError(f"{where}: value {name!r} has unknown type {vtype!r}")
+    titles = _tuple(raw.get("title", raw["id"]))
     return Signature(
         id=raw["id"], kind=kind, family=raw.get("family", family if kind == "diagnosis" else None),
-        title=raw.get("title", raw["id"]), anchors=_tuple(raw.get("anchors")), patterns=patterns, values=values,
+        title=titles[-1], titles=titles, ignore_case="i" in raw.get("flags", ""),
+        tell_apart=_tell_apart(raw.get("tell_apart"), where), prior=_prior(raw.get("prior")),
+        prior_of=int(raw.get("prior_of", 0)), anchors=_tuple(raw.get("anchors")), patterns=patterns, values=values,
         specificity=int(raw.get("specificity", 50)), recipe=raw.get("recipe"),
         explanation=_tuple(raw.get("explanation")), requires=_tuple(raw.get("requires")),
         excludes=_tuple(raw.get("excludes")), boost=dict(raw.get("boost") or {}),
@@ -187,11 +266,13 @@ def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
 
 
 def _gates(listed: Iterable[str], signatures: Iterable[Signature]) -> Tuple[bytes, ...]:
+    """The listed gates, then every anchor no gate covers as written (each gate costs a pass over the
+    input: an anchor of a case-insensitive signature is found in another case only through a listed gate)."""
     gates = list(dict.fromkeys(listed))
     anchors = {a for sig in signatures if sig.kind in STREAMED for a in sig.anchors}
     for anchor in sorted(anchors, key=lambda a: (len(a), a)):    # shortest first: it may cover longer ones
         if not any(g in anchor for g in gates):
-            gates.append(anchor)              # uncovered: searched on its own
+            gates.append(anchor)              # uncovered as written: searched on its own
     return tuple(g.encode() for g in gates)
 
 
