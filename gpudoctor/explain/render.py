@@ -95,7 +95,7 @@ def _differential(diff, style: Style) -> List[str]:
     for n, c in enumerate(diff.candidates, 1):
         out += _hanging(f"{n}. {c.title} ({c.prior} of {diff.of})", 15)
         if c.clue:
-            out += _hanging(f"clue in the text: {c.clue}", 18)
+            out += _hanging(f"clue: {c.clue}", 18)
         if c.verdict is not None and c.verdict.kind != "not_judged":
             out += _hanging(c.verdict.text, 18)
         out.append(" " * 18 + f"$ {c.tell_apart.command}")
