@@ -124,7 +124,7 @@ def grep_patterns(path: Path) -> int:
     import re
 
     pats = [to_ere(p.pattern, bool(p.flags & re.IGNORECASE))
-            for s in catalog.load().signatures if s.kind in ("diagnosis", "program_bug", "harmless") for p in s.patterns]
+            for s in catalog.load().signatures if s.kind in catalog.STREAMED for p in s.patterns]
     path.write_text("\n".join(pats) + "\n")
     return len(pats)
 

@@ -16,6 +16,7 @@ MODULES = (
     "gpudoctor_checks.gpu_health",
     "gpudoctor_checks.inventory",
     "gpudoctor_checks.cuda_toolkit",
+    "gpudoctor_checks.host_compiler",
     "gpudoctor_checks.cudnn",
     "gpudoctor_checks.containers",
     "gpudoctor_checks.wsl",

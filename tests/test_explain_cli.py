@@ -37,7 +37,7 @@ def explain_json(*args, **kw):
 def test_text_argument_json_shape_and_values():
     proc, out = explain_json(TOO_OLD)
     assert proc.returncode == 0, proc.stderr
-    assert out["schema"] == "gpudoctor.explain/1" and out["exit_code"] == 0
+    assert out["schema"] == "gpudoctor.explain/2" and out["exit_code"] == 0
     d = out["diagnoses"][0]
     assert {"id", "family", "lines", "values", "explanation", "fix", "excerpt", "confidence"} <= set(d)
     assert d["id"] == "torch_driver_too_old" and d["family"] == "driver_too_old" and d["lines"] == [1]
@@ -116,7 +116,7 @@ def test_snapshot_tailors_the_fix_like_the_checks():
     assert proc.returncode == 0, proc.stderr
     d = out["diagnoses"][0]
     assert d["family"] == "driver_too_old"
-    assert d["confirmed_by"]["check"] == "TRC002"
+    assert d["machine"]["check"] == "TRC002" and d["machine"]["family"] == "driver_too_old"
     assert "Driver 515.105.01 supports CUDA up to 11.7" in d["fix"]["summary"]
     assert "525.60.13" in d["fix"]["summary"]
     check = json.loads(run_gpudoctor("check", "--json", "--snapshot", str(snap)).stdout)

@@ -9,8 +9,8 @@ PyTorch prints two formats:
   memory in use.] Of the allocated memory A is allocated by PyTorch, and C is reserved
   by PyTorch but unallocated.``
 
-From them: a request larger than the whole GPU is a bug in the program (a tensor shape),
-not the environment; PyTorch's cache holding at least the request in free-but-unusable
+From them: a request several times larger than the whole GPU is a bug in the program (a
+tensor shape), not the environment, while one somewhat larger than the GPU does not fit it; PyTorch's cache holding at least the request in free-but-unusable
 pieces is fragmentation (``expandable_segments``); memory held by other processes, or a
 GPU simply full of this program's tensors, is exhaustion.
 """
@@ -23,6 +23,9 @@ from typing import Any, Dict, List, Optional
 from gpudoctor.explain.values import Size, human
 
 FRAGMENTED_SHARE = 0.05      # reserved-but-unallocated must also be >= 5% of the GPU to matter
+# One allocation several times the whole GPU is a blown-up tensor shape (130674 GiB on an 80 GiB GPU); a request
+# up to this many times the GPU is a batch, resolution or model that does not fit this GPU: reduce it.
+ABSURD_FACTOR = 4
 OTHERS_SHARE = 0.25          # memory outside this process above 25% of the GPU: other processes
 
 
@@ -68,11 +71,17 @@ def analyse(values: Dict[str, Any]) -> OomAnalysis:
     if requested is None or total is None:
         return OomAnalysis("unknown", "oom_exhausted", [])
     numbers = {"requested": human(requested), "total": human(total)}
-    if requested > total:
+    if requested > ABSURD_FACTOR * total:
         return OomAnalysis("program_bug", None, [
             f"The program asked for {human(requested)} in one allocation on a GPU with {human(total)} in total: "
             "no GPU setting can satisfy that. A tensor's shape is wrong (a size or index blown up by the code "
             "or the data); this looks like a bug in the program, not the environment."], numbers)
+    if requested > total:
+        return OomAnalysis("exhausted", "oom_exhausted", [
+            f"One allocation of {human(requested)} is larger than the whole GPU ({human(total)}): this batch, input "
+            "size or model does not fit this GPU at any setting.",
+            "Reduce the batch size, image or sequence size, or load the model quantized or split over several "
+            "GPUs; or use a GPU with more memory."], numbers)
     unalloc = _unallocated(values)
     if unalloc is not None:
         numbers["reserved_unallocated"] = human(unalloc)

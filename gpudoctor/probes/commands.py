@@ -19,6 +19,8 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
                          "--query-gpu=index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used",
                          "--format=csv"),
     "nvcc_version": ("nvcc", "--version"),
+    # nvcc's default host compiler: each CUDA release accepts gcc only up to a version (crt/host_config.h).
+    "gcc_version": ("gcc", "--version"),
     # -k adds "Kernel driver in use" (nouveau vs nvidia); vendor 10de is NVIDIA.
     "lspci": ("lspci", "-nnk", "-d", "10de:"),
     "uname_r": ("uname", "-r"),

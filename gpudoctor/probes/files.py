@@ -35,6 +35,7 @@ GLOBS = (
     "/usr/local/cuda*/version.json",
     "/usr/local/cuda*/version.txt",
     "/usr/local/cuda*/include/cudnn_version.h",
+    "/usr/local/cuda*/include/crt/host_config.h",
     "/usr/include/*-linux-gnu/cudnn_version*.h",
     "/usr/include/cudnn_version_v*.h",
     "/proc/driver/nvidia/gpus/*/information",
