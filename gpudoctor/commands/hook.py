@@ -14,6 +14,7 @@ import click
 from gpudoctor.commands.common import InputError, color_option, json_option, nonempty_snapshot
 from gpudoctor.exitcodes import HookExit
 from gpudoctor.hook.config import DEFAULT_TIMEOUT_S
+from gpudoctor.output import OutputError
 
 EPILOG = """\b
 Exit codes (Slurm Prolog / HealthCheckProgram, node-problem-detector plugin):
@@ -92,15 +93,22 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
         _write_metrics(settings.prometheus, outcome, view)  # so is a stuck textfile directory
     finally:
         watchdog.cancel()
+    code = int(outcome.exit_code)
     try:
         _print(outcome, view, npd, as_json, verbose, color)
     except BrokenPipeError:  # nobody reads stdout any more; the verdict still stands
         from gpudoctor.commands.common import quiet_closed_stdout
 
         quiet_closed_stdout()
-    if outcome.line:
+    except OutputError as exc:  # stdout is a full disk: a problem found stays one, else unknown
+        from gpudoctor.commands.common import quiet_closed_stdout
+
+        quiet_closed_stdout()
+        click.echo(f"gpudoctor: {exc}", err=True)
+        code = code if code == HookExit.PROBLEM else int(HookExit.UNKNOWN)
+    if outcome.line:  # last: the wrappers take stderr's last line as the drain reason
         click.echo(outcome.line, err=True)
-    return int(outcome.exit_code)
+    return code
 
 
 def _settings(config_path, snapshot, flags):
@@ -152,11 +160,14 @@ def _write_metrics(path, outcome, view):
         return
     from gpudoctor.hook import prometheus
 
-    text = prometheus.render(outcome, time.time(), view.gpus if view else (), view.driver_version if view else None)
     try:
+        text = prometheus.render(outcome, time.time(), view.gpus if view else (),
+                                 view.driver_version if view else None)
         prometheus.write(path, text)
     except OSError as exc:
         click.echo(f"gpudoctor: cannot write {path} ({exc.strerror or exc})", err=True)
+    except Exception as exc:  # even a bug in the textfile writer leaves the verdict as it is
+        click.echo(f"gpudoctor: cannot write {path} ({type(exc).__name__}: {exc})", err=True)
 
 
 def _print(outcome, view, npd, as_json, verbose, color):
