@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import shapes
 from .errors import SmiParseError, find_errors
 from .model import SmiGpu, SmiProcess, SmiReport
 from .values import clean, to_bool, to_float, to_int, to_mib, to_mode, to_version
@@ -58,9 +59,9 @@ def content_lines(text: str) -> List[str]:
 
 
 _GUESSES = (
-    ("uuid", re.compile(r"^GPU-[0-9a-fA-F-]{8,}$")),
-    ("pci.bus_id", re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")),
-    ("name", re.compile(r"(NVIDIA|Tesla|GeForce|Quadro|TITAN|GRID|Graphics Device)", re.I)),
+    ("uuid", shapes.UUID),
+    ("pci.bus_id", shapes.BUS_ID),
+    ("name", shapes.PRODUCT),
     # only three-part versions: a two-part one ("591.86") is indistinguishable from watts
     ("driver_version", re.compile(r"^\d{3}\.\d{2,3}\.\d{2}$")),
 )
@@ -69,9 +70,12 @@ _GUESSES = (
 def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
     """Field names for a `noheader` CSV from what the cells look like. Only unmistakable
     columns are named (GPU-uuid, bus id, product name, driver version, a leading index);
-    numbers such as memory are left unnamed, because their order cannot be told."""
+    numbers such as memory are left unnamed, because their order cannot be told. Every cell
+    must have a shape nvidia-smi prints (see `shapes`), or it is not nvidia-smi's CSV."""
     width = len(rows[0]) if rows else 0
     if width < 2 or any(len(r) != width for r in rows[:-1]):
+        return None
+    if not all(shapes.is_value(cell) for row in (rows[:-1] or rows) for cell in row):  # last: maybe cut
         return None
     names = ["?%d" % i for i in range(width)]  # unnamed columns are ignored
     for i, cell in enumerate(rows[0]):
@@ -128,6 +132,18 @@ def _records(header: List[str], rows: List[List[str]], cut: bool) -> Tuple[List[
     return [dict(zip(names, row)) for row in rows if len(row) >= len(header)], notes
 
 
+def _fitting(records: List[Dict[str, str]], notes: Tuple[str, ...], cut: bool):
+    """The records, refused when a column gpudoctor reads holds what nvidia-smi never prints there
+    (`name, foo` over `bar, baz` is not a GPU called bar); a last row cut off mid-cell is dropped."""
+    for i, rec in enumerate(records):
+        bad = shapes.misfit(rec)
+        if bad and cut and i == len(records) - 1 and not notes:
+            return records[:-1], ("CSV ends in the middle of a row (output cut off); that row was ignored",)
+        if bad:
+            raise SmiParseError(f"CSV row {i + 1} is not nvidia-smi's ({bad})")
+    return records, notes
+
+
 def _gpu(rec: Dict[str, str], position: int) -> SmiGpu:
     values: Dict[str, object] = {}
     for field, cell in rec.items():
@@ -168,7 +184,7 @@ def parse_csv(text: str, fields: Optional[Sequence[str]] = None) -> SmiReport:
     if not rows:
         raise SmiParseError("empty CSV")
     header, used, notes = _header(rows, fields)
-    records, cut_note = _records(header, rows[used:], cut)
+    records, cut_note = _fitting(*_records(header, rows[used:], cut), cut)
     first = records[0] if records else {}
     if "pid" in first:
         gpus, processes = (), tuple(_process(r) for r in records)
