@@ -150,6 +150,10 @@ def _judge_node(settings, start):
 
         snap = live.record(os.environ, start + settings.timeout, settings.python, req.needs_frameworks())
     view = node.from_snapshot(snap)
+    if req.no_foreign_processes:  # in a Slurm job: only its GPUs, its user allowed (hook/job.py)
+        from gpudoctor.hook.job import job_from_environ, scope
+
+        view, req = scope(view, req, job_from_environ(os.environ))
     if not settings.snapshot and req.no_foreign_processes and req.allow_users and view.processes:
         view = replace(view, owners=live.process_owners(p.pid for p in view.processes))
     return decide(evaluate(view, req)), view
