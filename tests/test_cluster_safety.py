@@ -222,3 +222,37 @@ def test_output_still_buffered_at_exit_that_cannot_be_written_is_reported(comman
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
     assert proc.returncode == code
     assert proc.stderr == "gpudoctor: cannot write the output (No space left on device)\n"
+
+
+# --- the entry point's own reading of argv ----------------------------------------------------------
+
+@pytest.mark.parametrize("argv, name", [
+    (["hook", "--gpus", "1"], "hook"), (["--version"], None), (["-h", "hook"], "hook"), ([], None),
+    (["check", "--only", "hook"], "check"),
+])
+def test_the_entry_point_finds_the_subcommand(argv, name):
+    from gpudoctor_entry import command_name
+
+    assert command_name(argv) == name
+
+
+def test_an_unexpected_exit_inside_a_command_is_not_a_verdict(monkeypatch, capsys):
+    # sys.exit(1) deep inside (a dependency, a bug) must not reach Slurm as exit 1.
+    import gpudoctor.hook.node as hook_node
+
+    def bye(*a, **k):
+        raise SystemExit(1)
+
+    monkeypatch.setattr(hook_node, "from_snapshot", bye)
+    import gpudoctor_entry
+
+    with pytest.raises(SystemExit) as exc:
+        gpudoctor_entry.main(["hook", "--snapshot", str(HEALTHY)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == ("gpudoctor: internal error, not judging this node: exited with 1 before "
+                                       "it finished\n")
+
+
+def test_dev_zero_as_config_is_one_line(capsys):
+    code, err = _hook(capsys, "--config", "/dev/zero")
+    assert (code, err) == (2, "gpudoctor: /dev/zero: larger than 1 MiB, not a config file\n")

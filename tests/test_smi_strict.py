@@ -26,7 +26,10 @@ LISTING = "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5c89852c-d268-c3f3-1b07-005d5
     ("NVIDIA rocks, yes\n", "no nvidia-smi output recognised"),
     ("GeForce is nice, 3 %\n", "no nvidia-smi output recognised"),
     ("0, P0, 15360 MiB\n", "no nvidia-smi output recognised"),  # a P-state is not a product name
-    ("name, foo\nbar, baz\n", "CSV row 1 is not nvidia-smi's (name='bar')"),
+    ("name, foo\nbar, baz\n", "no nvidia-smi output recognised"),  # "foo" is no field nvidia-smi has
+    ("name, memory.foo\nbar, 1\n", "CSV row 1 is not nvidia-smi's (name='bar')"),
+    ("0, Tesla T4, 15360 MiB\n", "no nvidia-smi output recognised"),  # no header, no UUID or bus id
+    ("Tesla, 0\n", "no nvidia-smi output recognised"),
     ("index, name\n0, hello\n", "CSV row 1 is not nvidia-smi's (name='hello')"),
     ("uuid, memory.total [MiB]\nGPU-1, 80 MiB\n", "CSV row 1 is not nvidia-smi's (uuid='GPU-1')"),
     ("index, name, memory.used [MiB]\nzero, NVIDIA A100, 1 MiB\n", "CSV row 1 is not nvidia-smi's (index='zero')"),

@@ -44,10 +44,13 @@ def _field(cell: str) -> str:
 
 
 def is_header(cells: Sequence[str]) -> bool:
-    """All cells look like query field names and at least one is one gpudoctor reads."""
+    """All cells look like query field names nvidia-smi knows (`name`, `memory.used [MiB]`; a bare
+    word must be one of its few undotted fields) and at least one is a field gpudoctor reads."""
     names = [c.strip() for c in cells]
     known = set(GPU_FIELDS) | {"pid", "driver_version", "count", "timestamp", "process_name"}
-    return all(_FIELD_NAME.match(n) for n in names) and any(_field(n) in known for n in names)
+    fields = [_field(n) for n in names]
+    return (all(_FIELD_NAME.match(n) for n in names) and any(f in known for f in fields)
+            and all(f in shapes.BARE_FIELDS or "." in f or "_" in f for f in fields))
 
 
 def content_lines(text: str) -> List[str]:
@@ -71,7 +74,8 @@ def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
     """Field names for a `noheader` CSV from what the cells look like. Only unmistakable
     columns are named (GPU-uuid, bus id, product name, driver version, a leading index);
     numbers such as memory are left unnamed, because their order cannot be told. Every cell
-    must have a shape nvidia-smi prints (see `shapes`), or it is not nvidia-smi's CSV."""
+    must have a shape nvidia-smi prints (see `shapes`), and a GPU UUID or bus id must be among
+    them: a product name alone is too weak a sign that a line is nvidia-smi's."""
     width = len(rows[0]) if rows else 0
     if width < 2 or any(len(r) != width for r in rows[:-1]):
         return None
@@ -83,7 +87,7 @@ def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
         names[i] = name or names[i]
     if re.match(r"^\d{1,2}$", rows[0][0]) and "?0" == names[0]:
         names[0] = "index"
-    return names if any(n in ("uuid", "pci.bus_id", "name") for n in names) else None
+    return names if any(n in ("uuid", "pci.bus_id") for n in names) else None
 
 
 def _rows(text: str) -> Tuple[List[List[str]], bool]:
@@ -172,7 +176,7 @@ def _header(rows: List[List[str]], fields: Optional[Sequence[str]]) -> Tuple[Lis
         return [f.strip() for f in (fields.split(",") if isinstance(fields, str) else fields)], 0, ()
     guessed = guess_fields(rows)
     if guessed is None:
-        raise SmiParseError("CSV has no header line and no GPU uuid, bus id or name column")
+        raise SmiParseError("CSV has no header line and no GPU uuid or bus id column")
     return guessed, 0, ("CSV without header: only index, name, uuid, bus id and driver version were read",)
 
 

@@ -17,13 +17,16 @@ from typing import Callable, Dict, Optional
 UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 MIG_UUID = re.compile(r"^MIG-[0-9a-zA-Z/-]{8,}$")
 BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
-# A product name begins with a brand or a model code; the words after it are capitalised or
-# numbers ("Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3"), apart from "with" ("Quadro RTX 4000
-# with Max-Q Design") and a parenthesised note ("Orin (nvgpu)"); tables cut long names with "...".
-_BRAND = (r"(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|Titan|GRID|RTX|CMP|DGX|NVS|Jetson|Orin|Xavier|Tegra|DRIVE"
-          r"|Graphics Device|[A-Z]{1,2}\d{1,4}[A-Za-z]{0,3}\b)")
+# A product name is a brand and a model ("Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3", "Quadro 4000")
+# or a model code alone ("A100-SXM4-40GB"); the words after it are capitalised or numbers, apart from
+# "with" ("Quadro RTX 4000 with Max-Q Design") and a note in brackets ("Orin (nvgpu)"); tables cut
+# long names with "...". A brand alone ("Tesla", "NVIDIA") is not a product.
+_BRAND = r"(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|Titan|GRID|RTX|CMP|DGX|NVS|Jetson|Orin|Xavier|Tegra|DRIVE)"
+_MODEL = r"[A-Z]{1,2}\d{1,4}[A-Za-z]{0,3}\b(?:[-/][\w.+/-]*)?"
+_FIRST = r"(?:[A-Z][\w.+/-]*|\d{3,4}\b[\w+-]*|\([\w .-]{1,40}\))"
 _WORD = r"(?:[A-Z0-9][\w.+/-]*|with|\([\w .-]{1,40}\))"
-PRODUCT = re.compile(rf"^(?!P\d{{1,2}}$){_BRAND}(?:[-/][\w.+/-]*)?(?: {_WORD}){{0,12}}(?: ?\.\.\.)?$")
+PRODUCT = re.compile(rf"^(?!P\d{{1,2}}$)(?:Graphics Device|{_BRAND} {_FIRST}(?: {_WORD}){{0,12}}"
+                     rf"|{_MODEL}(?: {_WORD}){{0,12}})(?: ?\.\.\.)?$")
 NUMBER = re.compile(r"^[+-]?\d{1,20}(\.\d{1,20})?( ?(%|[KMGT]iB|W|MHz|mJ|J|C|RPM|GT/s|KB/s|MB/s|ms|us|s|V|mV))?$")
 HEX = re.compile(r"^0x[0-9A-Fa-f]{1,32}$")
 VERSION = re.compile(r"^(?=[^ ]*\d)[0-9A-Za-z]{1,8}(\.[0-9A-Za-z]{1,8}){1,5}$")
@@ -37,6 +40,12 @@ WORDS = frozenset((
     "WDDM TCC MCDM All Compute Low Double Precision Supported Unsupported None Unknown Pass Fail "
     "In Progress Completed Success Failure HMM ATS Pending Required Healthy Degraded Limited Full "
     "Idle Ready Uninitialized Initialized").split())
+
+# `--help-query-gpu` (and -compute-apps, -accounted-apps, -retired-pages) of drivers 590-610, recorded
+# in fixtures/nvidia-smi/bundle: every field name without "." or "_". Newer fields are dotted or
+# underscored, so a CSV header may hold those unknown; any other bare word is not a field.
+BARE_FIELDS = frozenset(("count", "hostname", "index", "name", "pid", "pstate", "serial", "time", "timestamp",
+                         "uuid"))
 
 SHAPES = (NUMBER, PLACEHOLDER, HEX, UUID, MIG_UUID, BUS_ID, TIMESTAMP, PSTATE, VERSION, PRODUCT)
 
