@@ -6,7 +6,7 @@ import re
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import recorded_smi_key, smi_failure
+from gpudoctor.facts.nvidia import SMI_FORMATS, first_line, recorded_smi_key, smi_failure
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.knowledge.smi_failures import classify
@@ -53,7 +53,23 @@ def driver_answers(f: Facts):
                     evidence=[cmd_ev], fix=recipe("no_nvidia_gpu", f))
     if res.error == "not found":
         return _not_installed(f, cmd_ev, signs)
+    if res.ok and _unreadable(f, res):
+        return fail("nvidia-smi printed something unreadable",
+                    detail="It exited 0 without an NVIDIA report or failure message; no GPU is taken from it.",
+                    evidence=[Evidence(f"command:{recorded_smi_key(f)}", first_line(res.stdout) or "(no output)"),
+                              cmd_ev] + signs, fix=recipe("smi_unreadable", f))
     return _failure(f, res, cmd_ev, signs)
+
+
+def _unreadable(f: Facts, res) -> bool:
+    """nvidia-smi exited 0, yet its output is not one of its reports nor one of its failure messages."""
+    from gpudoctor import smi
+
+    try:
+        smi.parse(res.stdout, expect=SMI_FORMATS[recorded_smi_key(f)])
+    except smi.SmiParseError:
+        return True
+    return False
 
 
 def _failure(f: Facts, res, cmd_ev: Evidence, signs):

@@ -21,10 +21,13 @@ def _allowed_name(p, names) -> bool:
 
 
 def _on_job_gpus(p, job_gpus) -> bool:
-    """With the job's GPUs known (SLURM_JOB_GPUS), only processes on them are the job's business."""
-    if job_gpus is None:
+    """With the job's GPUs known (SLURM_JOB_GPUS: indices, or CUDA_VISIBLE_DEVICES: indices or UUID
+    prefixes), only processes on them are the job's business; one whose GPU is not recorded counts."""
+    if job_gpus is None or (p.gpu_index is None and not p.gpu_uuid):
         return True
-    return str(p.gpu_index) in job_gpus or (p.gpu_uuid or "") in job_gpus
+    uuid = (p.gpu_uuid or "").lower()
+    return any(str(p.gpu_index) == g if g.isdigit() else bool(uuid) and uuid.startswith(g.lower())
+               for g in job_gpus)
 
 
 @check("NOD004", "foreign-processes", "no foreign compute process on the GPUs", needs=("gpu_processes",),

@@ -32,6 +32,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
 DEFAULT_ORDER = "FASTEST_FIRST"
 _LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
+ULONG_MAX = 2 ** 64 - 1
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,14 @@ def parse(raw: Optional[str]) -> Spec:
 
 
 def _strtoul(text: str) -> Optional[int]:
+    """strtoul saturates at ULONG_MAX; so does this, before int() meets 5,000 digits (ValueError)."""
     m = _LEADING_INT.match(text)
-    return int(m.group(1)) if m else None
+    if not m:
+        return None
+    digits = m.group(1).lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 20:
+        return -ULONG_MAX if m.group(1).startswith("-") else ULONG_MAX
+    return int(m.group(1))
 
 
 def _parse_indices(raw: str) -> Spec:
@@ -323,7 +330,7 @@ def _uuid_hits(entry: str, gpus: Sequence[Any], mode: str) -> List[tuple]:
             if (getattr(m, "uuid", None) or "").lower().startswith(want):
                 hits.append((g, m))
         # The pre-R470 form names the parent GPU: MIG-GPU-<uuid>/<gi>/<ci>.
-        old = re.match(r"^mig-(gpu-[0-9a-f-]+)/(\d+)/(\d+)$", want)
+        old = re.match(r"^mig-(gpu-[0-9a-f-]+)/(\d{1,9})/(\d{1,9})$", want)
         if old and (getattr(g, "uuid", None) or "").lower() == old.group(1):
             hits.extend((g, m) for m in getattr(g, "mig_devices", ()) or ()
                         if getattr(m, "gi_id", None) == int(old.group(2)) and getattr(m, "ci_id", None) ==

@@ -40,11 +40,11 @@ def xml(name: str, **edits: str) -> str:
 
 
 def save(directory: Path, result: Optional[CommandResult], frameworks: Optional[Dict] = None,
-         hostname: str = "node01", meta: Optional[Dict] = None) -> Path:
+         hostname: str = "node01", meta: Optional[Dict] = None, key: str = "nvidia_smi_xml") -> Path:
     snap = Snapshot(meta={"hostname": hostname, "gpudoctor_version": "test", **(meta or {})},
                     frameworks=frameworks or {})
     if result is not None:
-        snap.commands["nvidia_smi_xml"] = result
+        snap.commands[key] = result
     snap.save(str(directory))
     return directory
 

@@ -99,7 +99,8 @@ def test_corrupted_inforom_warning_keeps_the_gpus_judged(tmp_path, capsys):
     # nvidia-smi exits 14 yet prints its whole table (a real recording with the trailing warning).
     table = (hs.ROOT / "fixtures/nvidia-smi/text/"
              "tesla-v100-sxm2-32gb-x8_driver-460.32.03_cuda-11.2_inforom-corrupted-warning.txt").read_text()
-    snap = hs.save(tmp_path / "s", CommandResult(("nvidia-smi",), 14, table, "", 0.5))
+    # The table is what `nvidia-smi` (no -q -x) prints, so it is recorded as that command's output.
+    snap = hs.save(tmp_path / "s", CommandResult(("nvidia-smi",), 14, table, "", 0.5), key="nvidia_smi")
     got = checks(capsys, snap, "--gpus", "8", "--min-driver", "450")
     assert got["DRV001"] == ("ok", "driver 460.32.03 answers, 8 GPU(s) visible (nvidia-smi exited 14: "
                                    "a GPU's infoROM is corrupted)")

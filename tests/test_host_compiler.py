@@ -27,7 +27,7 @@ def machine(gcc_line: str, limit: int = 12):
 ])
 def test_gcc_versions_of_the_distributions(line, version, major):
     got = machine(line)["host_gcc"]
-    assert (got["version"], got["major"]) == (version, major)
+    assert (got.version, got.major) == (version, major)
 
 
 def test_a_gcc_the_toolkit_accepts_passes():

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import click
 
-from gpudoctor.commands.common import InputError, Progress, json_option, python_option
+from gpudoctor.commands.common import TIMEOUT_SECONDS, InputError, Progress, json_option, python_option
 from gpudoctor.exitcodes import ExitCode
 
 
@@ -52,7 +52,7 @@ class _Status(Progress):
 @click.option("--hide", multiple=True, metavar="TEXT",
               help="Also replace this word (a project, domain or cluster name) everywhere; repeatable.")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take; a command that hangs is recorded as timed out.")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from gpudoctor.commands.common import (InputError, Progress, color_option, json_option, load_snapshot,
-                                       python_option, quiet_closed_stdout, snapshot_option)
+from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, Progress, color_option, json_option,
+                                       load_snapshot, python_option, quiet_closed_stdout, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
 
@@ -62,7 +62,7 @@ def _known_only(only_ids) -> None:
 @click.option("--list-checks", is_flag=True, help="List the available checks and exit.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take; a probe that runs over is reported, not waited for.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False), default="/", hidden=True,
               help="Read machine files below this directory (for tests).")
@@ -116,8 +116,12 @@ def _requirements(config_path):
         return None
     from gpudoctor.hook.config import ConfigError, merge, read_file
 
+    import os
+
+    from gpudoctor.hook.job import for_job
+
     try:
-        return merge(read_file(config_path), {}).requirements
+        return for_job(merge(read_file(config_path), {}).requirements, os.environ)
     except ConfigError as exc:
         raise InputError(str(exc)) from None
 

@@ -21,6 +21,22 @@ class InputError(click.ClickException):
         click.echo(f"gpudoctor: {self.format_message()}", err=True)
 
 
+class Seconds(click.FloatRange):
+    """A FloatRange that also refuses nan: every comparison with nan is false, so click's range
+    check lets `--timeout nan` through, and a deadline of nan seconds is no deadline."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if rv != rv:
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return rv
+
+
+TIMEOUT_SECONDS = Seconds(1, 600)
+
+
 def json_option(fn):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
 

@@ -12,8 +12,8 @@ from typing import Dict, List, Optional
 
 import click
 
-from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, python_option,
-                                       snapshot_option)
+from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, color_option, json_option, load_snapshot,
+                                       python_option, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
 SCHEMA = "gpudoctor.devices/2"
@@ -151,7 +151,7 @@ def _table(view: Dict) -> List[str]:
 @click.option("--torch", "probe_torch", is_flag=True,
               help="Also ask torch (in --python) which GPU each index is (slower: imports torch in a child).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the live collection may take.")
 @color_option
 def command(snapshot_path, as_json, visible, order, probe_torch, python, timeout, color):

@@ -14,6 +14,7 @@ import click
 from gpudoctor.commands.common import InputError, color_option, json_option, nonempty_snapshot
 from gpudoctor.exitcodes import HookExit
 from gpudoctor.hook.config import DEFAULT_TIMEOUT_S
+from gpudoctor.output import OutputError
 
 EPILOG = """\b
 Exit codes (Slurm Prolog / HealthCheckProgram, node-problem-detector plugin):
@@ -92,15 +93,22 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
         _write_metrics(settings.prometheus, outcome, view)  # so is a stuck textfile directory
     finally:
         watchdog.cancel()
+    code = int(outcome.exit_code)
     try:
         _print(outcome, view, npd, as_json, verbose, color)
     except BrokenPipeError:  # nobody reads stdout any more; the verdict still stands
         from gpudoctor.commands.common import quiet_closed_stdout
 
         quiet_closed_stdout()
-    if outcome.line:
+    except OutputError as exc:  # stdout is a full disk: a problem found stays one, else unknown
+        from gpudoctor.commands.common import quiet_closed_stdout
+
+        quiet_closed_stdout()
+        click.echo(f"gpudoctor: {exc}", err=True)
+        code = code if code == HookExit.PROBLEM else int(HookExit.UNKNOWN)
+    if outcome.line:  # last: the wrappers take stderr's last line as the drain reason
         click.echo(outcome.line, err=True)
-    return int(outcome.exit_code)
+    return code
 
 
 def _settings(config_path, snapshot, flags):
@@ -144,6 +152,9 @@ def _judge_node(settings, start):
     else:
         from gpudoctor.hook import live
 
+        from gpudoctor.hook.job import for_job
+
+        req = for_job(req, os.environ)  # in a Slurm job: only its GPUs, its user allowed
         snap = live.record(os.environ, start + settings.timeout, settings.python, req)
     checks, _problems = load_checks()  # a broken plugin is gpudoctor's problem, not the node's
     findings = run_checks(snap, select(checks, req), requirements=req)
@@ -155,14 +166,16 @@ def _write_metrics(path, outcome, view):
         return
     from gpudoctor.hook import prometheus
 
-    smi = view.get("smi") if view is not None else None
-    driver_fact = view.get("driver_version") if view is not None else None
-    driver = driver_fact.version if driver_fact is not None else None
-    text = prometheus.render(outcome, time.time(), smi.gpus if smi else (), driver)
     try:
+        smi = view.get("smi") if view is not None else None
+        driver_fact = view.get("driver_version") if view is not None else None
+        driver = driver_fact.version if driver_fact is not None else None
+        text = prometheus.render(outcome, time.time(), smi.gpus if smi else (), driver)
         prometheus.write(path, text)
     except OSError as exc:
         click.echo(f"gpudoctor: cannot write {path} ({exc.strerror or exc})", err=True)
+    except Exception as exc:  # even a bug in the textfile writer leaves the verdict as it is
+        click.echo(f"gpudoctor: cannot write {path} ({type(exc).__name__}: {exc})", err=True)
 
 
 def _print(outcome, view, npd, as_json, verbose, color):

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from gpudoctor.commands.common import InputError, Progress, json_option, python_option
+from gpudoctor.commands.common import TIMEOUT_SECONDS, InputError, Progress, json_option, python_option
 from gpudoctor.exitcodes import ExitCode
 
 
@@ -14,7 +14,7 @@ from gpudoctor.exitcodes import ExitCode
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Folder to write the snapshot into (created if missing; must be empty if it exists).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take.")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
 @json_option

@@ -37,6 +37,7 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.frameworks",
     "gpudoctor.facts.cuda",
     "gpudoctor.facts.cuda_paths",
+    "gpudoctor.facts.host_compiler",
     "gpudoctor.facts.cudnn",
     "gpudoctor.facts.driver",
     "gpudoctor.facts.libraries",

@@ -193,37 +193,3 @@ def _version_key(version: Optional[str]):
         return Version(version or "0")
     except InvalidVersion:
         return Version("0")
-
-
-# --- nvcc's host compiler ----------------------------------------------------------------
-
-_GCC_LINE = re.compile(r"\)\s+(\d+)\.(\d+)(?:\.(\d+))?")
-_GCC_LIMIT = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
-
-
-@fact("host_gcc")
-def host_gcc(f: Facts) -> Dict:
-    """The gcc nvcc calls by default, from `gcc --version`'s first line: "gcc (Ubuntu 11.4.0-1ubuntu1~22.04)
-    11.4.0" (Debian, Ubuntu), "gcc (GCC) 13.2.1 20231011 (Red Hat 13.2.1-4)" (Fedora, RHEL)."""
-    line = (command_result(f, "gcc_version").stdout.splitlines() or [""])[0]
-    m = _GCC_LINE.search(line)
-    if not m:
-        raise Missing("gcc --version printed no version")
-    version = ".".join(g for g in m.groups() if g is not None)
-    return {"version": version, "major": int(m.group(1)), "line": line.strip()}
-
-
-@fact("nvcc_gcc_max")
-def nvcc_gcc_max(f: Facts) -> Dict:
-    """The newest gcc major version the toolkit a build uses accepts, as its crt/host_config.h states it:
-    `#error -- unsupported GNU version! gcc versions later than 12 are not supported!` (CUDA 12.0-12.3)."""
-    from gpudoctor.facts.cuda_paths import default_toolkit
-
-    toolkit = default_toolkit(f)
-    if toolkit is None:
-        raise Missing("no CUDA toolkit that builds would use")
-    path = toolkit.root.rstrip("/") + "/include/crt/host_config.h"
-    m = _GCC_LIMIT.search(f.snapshot.text(path) or "")
-    if not m:
-        raise Missing(f"{path} was not recorded or names no gcc limit")
-    return {"gcc_max": int(m.group(1)), "toolkit": toolkit, "source": f"file:{path}"}

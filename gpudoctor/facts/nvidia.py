@@ -12,6 +12,9 @@ from gpudoctor.runner import CommandResult
 
 # nvidia-smi outputs in order of preference; the XML is the most complete.
 SMI_KEYS = ("nvidia_smi_xml", "nvidia_smi", "nvidia_smi_query", "nvidia_smi_L")
+# What each command prints when it works (besides its failure messages): output of another
+# format came from something that is not nvidia-smi (a stub, a wrapper printing a banner).
+SMI_FORMATS = {"nvidia_smi_xml": "xml", "nvidia_smi": "table", "nvidia_smi_query": "query", "nvidia_smi_L": "list"}
 
 
 def first_line(text: str) -> str:
@@ -81,9 +84,10 @@ def smi_parsed(f: Facts) -> SmiOutput:
             reasons.append(smi_failure(res))
             continue
         try:
-            report = smi_parser.parse(res.stdout)
+            report = smi_parser.parse(res.stdout, expect=SMI_FORMATS[key])
         except smi_parser.SmiParseError as exc:
-            reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` output unreadable: {exc}")
+            reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` printed something "
+                                                               f"unreadable: {exc}")
             continue
         # A non-zero exit with a full report (exit 14: "infoROM is corrupted") still describes the GPUs.
         if report.gpus or (res.ok and not report.errors):
