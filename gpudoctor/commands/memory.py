@@ -60,7 +60,8 @@ def _measure(o: Dict, machine, python: str) -> Dict:
     return measure.interpret(answer)
 
 
-def _run(o: Dict, python: str) -> Dict:
+def _run(o: Dict, python: str, measure_fn=None) -> Dict:
+    """The whole document; ``measure_fn`` (machine, python) -> measure doc is the --measure step, a seam for tests."""
     from gpudoctor.memory import inputs, live, processes, read, report
 
     doc: Dict = {"schema": report.SCHEMA}
@@ -71,12 +72,12 @@ def _run(o: Dict, python: str) -> Dict:
     needs_machine = o["live"] or o["measure"] or (spec is not None and not (o["gpu"] or o["gpu_memory"]))
     machine = _machine(o["snapshot_path"], o["timeout"]) if needs_machine else None
     if o["measure"]:
-        doc["measure"] = _measure(o, machine, python)
+        doc["measure"] = (measure_fn or (lambda m, p: _measure(o, m, p)))(machine, python)
     if spec is not None:
         measured = doc.get("measure", {}).get("context_bytes")
         if doc.get("measure", {}).get("activation_bytes_per_sample") and settings.activation_bytes_per_sample is None:
             settings = settings.but(activation_bytes_per_sample=doc["measure"]["activation_bytes_per_sample"])
-        lazy, why = machine.lazy_loading() if machine else (True, "assumed: a current PyTorch build")
+        lazy, why = machine.lazy_loading() if machine else (True, "a current PyTorch build (assumed)")
         doc.update(report.build(spec, settings, _targets(o, machine), lazy, why,
                                 None if measured is None else measured / 2 ** 20))
         if machine is not None and not machine.gpus and not (o["gpu"] or o["gpu_memory"]):

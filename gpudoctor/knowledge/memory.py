@@ -92,9 +92,10 @@ def cuda_context(architecture: Optional[str], lazy: bool) -> ContextEstimate:
     rows = [r for r in data["measurements"] if r["lazy"] == lazy and architecture and r["architecture"] == architecture]
     if rows:
         row = max(rows, key=lambda r: r["context_mib"])
-        return ContextEstimate(row["context_mib"], f"{row['gpu']}, {row['framework']}", row["source"])
+        return ContextEstimate(row["context_mib"], f"as measured on a {row['gpu']} with {row['framework']}",
+                               row["source"])
     row = data["default"]["lazy" if lazy else "eager"]
-    basis = "CUDA 11.7+ loads kernels lazily" if lazy else "kernels loaded eagerly"
+    basis = "the published figure with CUDA 11.7+" if lazy else "the published figure before CUDA 11.7"
     return ContextEstimate(row["context_mib"], basis, row["source"])
 
 

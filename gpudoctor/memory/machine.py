@@ -53,8 +53,8 @@ class Machine:
                 lazy = Version(self.torch_cuda) >= Version("11.7")
             except InvalidVersion:
                 lazy = True
-            return lazy, f"torch {self.torch_version}, CUDA {self.torch_cuda}"
-        return True, "assumed: a current PyTorch build"
+            return lazy, f"torch {self.torch_version} (CUDA {self.torch_cuda})"
+        return True, "a current PyTorch build (assumed)"
 
 
 def read_machine(facts) -> Machine:

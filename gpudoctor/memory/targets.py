@@ -46,4 +46,5 @@ def context_for(target: GpuTarget, lazy: bool, why: str, measured_mib: Optional[
     if measured_mib is not None:
         return kb.ContextEstimate(measured_mib, "measured on this machine (--measure)", "--measure")
     est = kb.cuda_context(target.architecture, lazy)
-    return kb.ContextEstimate(est.mib, f"{est.basis} ({why})", est.source)
+    mode = "lazy" if lazy else "eager"
+    return kb.ContextEstimate(est.mib, f"{why}: {mode} kernel loading, {est.basis}", est.source)
