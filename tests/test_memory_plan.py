@@ -67,6 +67,17 @@ def test_mixed_precision_adam_is_2_plus_2_plus_12_bytes():
     assert pure["optimizer_bytes"] == 4000                       # states in the weights' dtype, no master copy
 
 
+def test_autocast_keeps_16_bit_copies_of_fp32_weights():
+    """Hugging Face's anatomy: mixed precision keeps 6 bytes of weights per parameter (fp32 + a 16-bit copy)."""
+    plan = make_plan(ModelSpec(1000, "x"), Settings(dtype="fp32", train=True, mixed_precision=True,
+                                                    activation_bytes_per_sample=100, batch=3))
+    assert plan.breakdown["activations_bytes"] == 2000 + 300 and plan.per_sample == 100
+    assert plan.breakdown["weights_bytes"] + plan.breakdown["activations_bytes"] - 300 == 6000
+    assert any(f.startswith("autocast: 16-bit copies of the weights") for f in plan.formulas)
+    deepspeed_style = make_plan(ModelSpec(1000, "x"), Settings(dtype="bf16", train=True, mixed_precision=True))
+    assert deepspeed_style.breakdown["activations_bytes"] == 0
+
+
 def test_eight_bit_and_factored_optimizers():
     assert make_plan(ModelSpec(1000, "x"), Settings(train=True, optimizer="adamw-8bit")).breakdown[
         "optimizer_bytes"] == 2000
@@ -80,12 +91,13 @@ def test_korthikanti_per_layer_formula_and_recomputation():
     t = llama().transformer
     layer = 2048 * 1 * 4096 * (34 + 5 * 32 * 2048 / 4096)
     assert activations.layer_bytes(t, 2048, 1, 2) == layer == 956_301_312
-    logits = 4 * 2048 * 32000
+    output = 2 * 2 * 2048 * 4096 + 2 * 4 * 2048 * 32000     # LayerNorm/projection inputs; logits and gradient
     full = activations.training(t, 2048, 1, 2, recompute=False)
-    assert full.bytes == 32 * layer + logits
+    assert full.bytes == 32 * layer + output
     assert "L·s·b·h·(34 + 5·a·s/h)" in full.formula and "no recomputation" in full.formula
+    assert "output layer 2·2·s·b·h + fp32 logits and their gradient 2·4·s·b·v (16-bit activations)" in full.formula
     ckpt = activations.training(t, 2048, 1, 2, recompute=True)
-    assert ckpt.bytes == 32 * 2 * 2048 * 4096 + layer + logits
+    assert ckpt.bytes == 32 * 2 * 2048 * 4096 + layer + output
     assert "full recomputation: L·2·s·b·h" in ckpt.formula
 
 

@@ -38,15 +38,15 @@ def layer_bytes(t: Transformer, s: int, b: int, e: float) -> float:
 
 def training(t: Transformer, s: int, b: int, e: float, recompute: bool) -> Estimate:
     layer = layer_bytes(t, s, b, e)
-    logits = 4 * s * b * t.vocab
-    bits = f"{int(e * 8)}-bit"
+    output = 2 * e * s * b * t.hidden + 2 * 4 * s * b * t.vocab
+    tail = f" + output layer 2·{e:g}·s·b·h + fp32 logits and their gradient 2·4·s·b·v ({int(e * 8)}-bit activations)"
     if recompute:
         kept = t.layers * e * s * b * t.hidden
-        return Estimate(kept + layer + logits, (
+        return Estimate(kept + layer + output, (
             f"{PAPER}, full recomputation: L·{e:g}·s·b·h for the layer inputs kept + one layer's "
-            f"s·b·h·({_coefficients(e)}) while it is recomputed + 4·s·b·v fp32 logits ({bits} activations)"))
-    return Estimate(t.layers * layer + logits, (
-        f"{PAPER}, no recomputation: L·s·b·h·({_coefficients(e)}) + 4·s·b·v fp32 logits ({bits} activations)"))
+            f"s·b·h·({_coefficients(e)}) while it is recomputed" + tail))
+    return Estimate(t.layers * layer + output, (
+        f"{PAPER}, no recomputation: L·s·b·h·({_coefficients(e)})" + tail))
 
 
 def inference(t: Transformer, s: int, b: int, e: float) -> Estimate:

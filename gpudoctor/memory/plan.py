@@ -121,6 +121,15 @@ def _add_activations(plan: Plan, spec: ModelSpec, dt: kb.Dtype, s: Settings, seq
         kv = act.kv_cache(t, s.context_len or seq, 1, kv_dtype.bytes)
         kv_per = kv.bytes / s.gpus
         plan.formulas.append(kv.formula + (f" ÷ {s.gpus} GPUs" if s.gpus > 1 else ""))
-    plan.breakdown["activations_bytes"] = per * s.batch
+    plan.breakdown["activations_bytes"] = per * s.batch + _autocast_copies(spec, dt, s, plan)
     plan.breakdown["kv_cache_bytes"] = kv_per * s.batch
     plan.per_sample = per + kv_per
+
+
+def _autocast_copies(spec: ModelSpec, dt: kb.Dtype, s: Settings, plan: Plan) -> float:
+    """fp32 weights under autocast: the 16-bit copies of the weights live until the backward pass ends."""
+    if not (s.train and s.mixed_precision and dt.bytes >= 4):
+        return 0.0
+    plan.formulas.append("autocast: 16-bit copies of the weights kept for the backward pass, 2 bytes × parameters "
+                         "(with the fp32 weights, the 6 bytes per parameter of Hugging Face's model memory anatomy)")
+    return spec.params * 2 / (s.gpus if s.zero == 3 else 1)
