@@ -42,7 +42,7 @@ def spec_from_config(cfg: Dict, where: str = "config.json") -> ModelSpec:
     family = model_family(str(cfg["model_type"]))
     mats, vectors, shape = _SHAPES[family["shape"]](cfg, family)
     params = sum(r * c for r, c in mats) + vectors
-    return ModelSpec(params, f"{where} ({cfg['model_type']})", transformer=shape, matrices=tuple(mats),
+    return ModelSpec(params, f"{where}, {cfg['model_type']}", transformer=shape, matrices=tuple(mats),
                      vector_params=vectors)
 
 

@@ -77,7 +77,7 @@ def _gpus(doc: Dict) -> List[str]:
         rows.append([g["label"] + (f" ×{g['count']}" if g["count"] > 1 else ""), fmt_bytes(g["total_bytes"]),
                      fmt_bytes(g["used_bytes"]), fmt_bytes(g["context_bytes"]), fmt_bytes(g["available_bytes"]),
                      fmt_bytes(g["need_bytes"]), "yes" if g["fits"] else "NO", fmt_bytes(g["headroom_bytes"]),
-                     "-" if g["max_batch"] is None else str(g["max_batch"])])
+                     "-" if g["max_batch"] is None else str(g["max_batch"] or "none")])
     return table(rows, right=(1, 2, 3, 4, 5, 7, 8))
 
 
