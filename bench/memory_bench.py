@@ -115,7 +115,6 @@ def measure(torch, cfg, settings):
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base
     params = sum(p.numel() for p in model.parameters())
-    del model, opt, ids
     return params, states, peak
 
 

@@ -74,17 +74,24 @@ def _run(o: Dict, python: str, measure_fn=None) -> Dict:
     if o["measure"]:
         doc["measure"] = (measure_fn or (lambda m, p: _measure(o, m, p)))(machine, python)
     if spec is not None:
-        measured = doc.get("measure", {}).get("context_bytes")
-        if doc.get("measure", {}).get("activation_bytes_per_sample") and settings.activation_bytes_per_sample is None:
-            settings = settings.but(activation_bytes_per_sample=doc["measure"]["activation_bytes_per_sample"])
-        lazy, why = machine.lazy_loading() if machine else (True, "a current PyTorch build (assumed)")
-        doc.update(report.build(spec, settings, _targets(o, machine), lazy, why,
-                                None if measured is None else measured / 2 ** 20))
-        if machine is not None and not machine.gpus and not (o["gpu"] or o["gpu_memory"]):
-            doc["notes"].append(f"no GPU on this machine to compare with: {machine.why_no_gpus}")
+        doc.update(_plan(o, spec, settings, machine, doc.get("measure") or {}))
     if o["live"]:
         owners = processes.describe({p.pid for p in machine.processes if p.pid}) if machine.source == "live" else {}
         doc["live"] = live.build(machine, owners)
+    return doc
+
+
+def _plan(o: Dict, spec, settings, machine, measured: Dict) -> Dict:
+    """The plan against the GPUs asked for; what --measure found replaces the estimates."""
+    from gpudoctor.memory import report
+
+    if measured.get("activation_bytes_per_sample") and settings.activation_bytes_per_sample is None:
+        settings = settings.but(activation_bytes_per_sample=measured["activation_bytes_per_sample"])
+    lazy, why = machine.lazy_loading() if machine else (True, "a current PyTorch build (assumed)")
+    context = measured.get("context_bytes")
+    doc = report.build(spec, settings, _targets(o, machine), lazy, why, None if context is None else context / 2 ** 20)
+    if machine is not None and not machine.gpus and not (o["gpu"] or o["gpu_memory"]):
+        doc["notes"].append(f"no GPU on this machine to compare with: {machine.why_no_gpus}")
     return doc
 
 
@@ -183,6 +190,8 @@ def command(python, as_json, color, **o):
         raise InputError("--gpu/--gpu-memory plan for a GPU that is not here; they exclude --snapshot and --live")
     if o["gpu"] and o["gpu_memory"]:
         raise InputError("give --gpu or --gpu-memory, not both")
+    if o["input_shape"] and not (o["measure"] and o["torch_module"]):
+        raise InputError("--input-shape is the sample --measure feeds a --torch-module; give both")
     if o["measure"] and o["snapshot_path"]:
         raise InputError("--measure runs on this machine; it cannot be combined with --snapshot")
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from gpudoctor.memory.units import MIB, fmt_bytes
+from gpudoctor.memory.units import pytorch_size as human
 
 FRAGMENTED_SHARE = 0.05      # reserved-but-unallocated must also be >= 5% of the GPU to matter
 OTHERS_SHARE = 0.25          # memory outside this process above 25% of the GPU: other processes
@@ -47,10 +47,6 @@ class OomVerdict:
     recipe: Optional[str]
     explanation: List[str]
     numbers: Dict[str, str] = field(default_factory=dict)
-
-
-def human(mib: float) -> str:
-    return fmt_bytes(mib * MIB)
 
 
 def unallocated(s: AllocatorState) -> Optional[float]:

@@ -46,6 +46,15 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def pytorch_size(mib: float) -> str:
+    """MiB as PyTorch's messages print sizes: "7.65 GiB", "24.85 MiB", "0.50 KiB" - never TiB ("130674.91 GiB")."""
+    if mib >= 1024:
+        return f"{mib / 1024:.2f} GiB"
+    if mib >= 1:
+        return f"{mib:.2f} MiB"
+    return f"{mib * 1024:.2f} KiB"
+
+
 def fmt_count(n: int) -> str:
     """6738415616 -> "6.74B", 124439808 -> "124.44M", 4096 -> "4,096"."""
     for unit, scale in (("T", 10 ** 12), ("B", 10 ** 9), ("M", 10 ** 6)):
