@@ -139,3 +139,30 @@ def test_help_has_examples_and_exit_codes():
     assert 'gpudoctor memory --params 7B --dtype fp32 --gpu "RTX 4090"' in proc.stdout
     assert "Exit codes: 0 it fits" in proc.stdout
     assert "memory" in run_gpudoctor("--help").stdout
+
+
+def test_fsdp_full_shard_is_zero_3():
+    args = ("--params", "7B", "--train", "--dtype", "bf16", "--mixed-precision", "--gpus", "8", "--gpu", "H100 80GB",
+            "--json")
+    fsdp = json.loads(memory(*args, "--fsdp", "full").stdout)
+    zero = json.loads(memory(*args, "--zero", "3").stdout)
+    assert fsdp["breakdown"] == zero["breakdown"] and fsdp["settings"]["zero"] == 3
+    assert fsdp["breakdown"]["optimizer_bytes"] == 7e9 * 12 / 8
+    both = memory(*args, "--fsdp", "full", "--zero", "3")
+    assert both.returncode == 2 and both.stderr == "gpudoctor: --fsdp and --zero say the same thing; give one\n"
+
+
+def test_generation_offers_a_smaller_kv_cache_where_fp8_exists():
+    args = ("--config", str(CONFIGS / "llama-2-7b.json"), "--dtype", "bf16", "--context-len", "8192", "--batch", "4",
+            "--json")
+    l4 = {c["id"]: c for c in json.loads(memory(*args, "--gpu", "L4").stdout)["changes"]}
+    assert l4["kv_fp8"]["saves_bytes"] == 8 * 2 ** 30 and l4["kv_fp8"]["flags"] == "--kv-dtype fp8"
+    assert l4["context_len"]["flags"] == "--context-len 4096"
+    a10 = {c["id"] for c in json.loads(memory(*args, "--gpu", "A10").stdout)["changes"]}
+    assert "kv_fp8" not in a10 and "context_len" in a10
+
+
+def test_mig_is_said():
+    doc = json.loads(memory("--params", "7B", "--snapshot", "fixtures/scenarios/core-a100-mig", "--json").stdout)
+    assert "MIG is enabled on GPU 0: a job gets one MIG instance (nvidia-smi -L lists them), not the whole GPU " \
+           "compared here" in doc["notes"]

@@ -90,9 +90,16 @@ def _plan(o: Dict, spec, settings, machine, measured: Dict) -> Dict:
     lazy, why = machine.lazy_loading() if machine else (True, "a current PyTorch build (assumed)")
     context = measured.get("context_bytes")
     doc = report.build(spec, settings, _targets(o, machine), lazy, why, None if context is None else context / 2 ** 20)
-    if machine is not None and not machine.gpus and not (o["gpu"] or o["gpu_memory"]):
-        doc["notes"].append(f"no GPU on this machine to compare with: {machine.why_no_gpus}")
+    if machine is not None and not (o["gpu"] or o["gpu_memory"]):
+        doc["notes"] += _machine_notes(machine)
     return doc
+
+
+def _machine_notes(machine) -> list:
+    if not machine.gpus:
+        return [f"no GPU on this machine to compare with: {machine.why_no_gpus}"]
+    return [f"MIG is enabled on GPU {g.index}: a job gets one MIG instance (nvidia-smi -L lists them), "
+            "not the whole GPU compared here" for g in machine.gpus if g.mig_mode == "Enabled"]
 
 
 def _read_text(path: str) -> str:

@@ -70,7 +70,7 @@ def _training(spec: ModelSpec, s: Settings, plan: Plan) -> List[Candidate]:
     return out
 
 
-def _shape(spec: ModelSpec, s: Settings, plan: Plan) -> List[Candidate]:
+def _shape(spec: ModelSpec, s: Settings, plan: Plan, cc: Optional[str]) -> List[Candidate]:
     out: List[Candidate] = []
     if s.batch > 1:
         words = f"batch 1 (× {s.batch} gradient-accumulation steps)" if s.train else "batch 1"
@@ -78,6 +78,8 @@ def _shape(spec: ModelSpec, s: Settings, plan: Plan) -> List[Candidate]:
     if spec.transformer is not None and plan.breakdown["activations_bytes"] and plan.seq_len >= 256:
         out.append(("seq_len", f"sequence length {plan.seq_len // 2}", f"--seq-len {plan.seq_len // 2}",
                     s.but(seq_len=plan.seq_len // 2)))
+    if plan.breakdown["kv_cache_bytes"] and kb.dtype(s.kv_dtype or s.dtype).bytes >= 2 and kb.compare_cc(cc, "8.9"):
+        out.append(("kv_fp8", "fp8 KV cache (compute capability 8.9+)", "--kv-dtype fp8", s.but(kv_dtype="fp8")))
     if plan.breakdown["kv_cache_bytes"]:
         tokens = s.context_len or plan.seq_len
         out.append(("context_len", f"KV cache for {tokens // 2} tokens", f"--context-len {tokens // 2}",
@@ -100,7 +102,7 @@ def _shard(spec: ModelSpec, s: Settings, fits: Callable[[Plan], Optional[bool]])
 def rank(spec: ModelSpec, s: Settings, plan: Plan, cc: Optional[str],
          fits: Callable[[Plan], Optional[bool]]) -> List[Change]:
     """Every applicable change with the bytes it saves on one GPU, largest saving first."""
-    found = _precision(s, cc) + (_training(spec, s, plan) if s.train else []) + _shape(spec, s, plan)
+    found = _precision(s, cc) + (_training(spec, s, plan) if s.train else []) + _shape(spec, s, plan, cc)
     found += _shard(spec, s, fits)
     out = []
     for cid, title, flags, changed in found:
