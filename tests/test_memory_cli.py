@@ -166,3 +166,12 @@ def test_mig_is_said():
     doc = json.loads(memory("--params", "7B", "--snapshot", "fixtures/scenarios/core-a100-mig", "--json").stdout)
     assert "MIG is enabled on GPU 0: a job gets one MIG instance (nvidia-smi -L lists them), not the whole GPU " \
            "compared here" in doc["notes"]
+
+
+def test_idle_identical_gpus_share_one_paragraph_and_a_batch_that_cannot_fit_is_none():
+    text = memory("--live", "--snapshot", H100X8).stdout.splitlines()
+    assert text[0] == "GPUs 0-7 (NVIDIA H100 80GB HBM3): 79.65 GiB total, 1.00 MiB used, 79.65 GiB free each"
+    plan = memory("--config", str(CONFIGS / "llama-2-7b.json"), "--train", "--dtype", "bf16", "--mixed-precision",
+                  "--gpu", "A100 80GB").stdout.splitlines()
+    row = next(line for line in plan if line.startswith("  NVIDIA A100-SXM4-80GB (named)"))
+    assert row.split()[-1] == "none" and " NO " in row

@@ -58,8 +58,8 @@ def test_cuda_context_estimates(arch, lazy, mib):
 
 def test_measured_context_wins():
     target = named_target("RTX 3090", 1)
-    assert context_for(target, True, "why", 612.5).mib == 612.5
-    assert context_for(target, False, "torch 1.7.1 (CUDA 11.0)", None).basis == (
+    assert context_for(target.architecture, True, "why", 612.5).mib == 612.5
+    assert context_for(target.architecture, False, "torch 1.7.1 (CUDA 11.0)", None).basis == (
         "torch 1.7.1 (CUDA 11.0): eager kernel loading, as measured on a GeForce RTX 3090 with torch 1.7.1+cu110")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,3 +70,17 @@ def test_a_python_that_gives_no_answer(tmp_path):
     fake.chmod(0o755)
     with pytest.raises(ValueError, match="gave no answer \\(Fatal Python error: init failed\\)"):
         torch_module.run_child("tiny_model:build", str(fake), ENV, 10)
+
+
+def test_a_transformers_model_brings_its_config_shape():
+    """What the child answers for a transformers model (its config.to_dict()) gives the activation formula a shape."""
+    cfg = json.loads((HERE / "configs" / "gpt2.json").read_text())
+    answer = {"params": 124_439_808, "trainable": 124_439_808, "class": "GPT2LMHeadModel", "matrices": [],
+              "vector_params": 0, "other_params": 0, "off_meta": 0, "config": cfg}
+    s = torch_module.spec_from_child(answer, "m:f")
+    assert (s.transformer.layers, s.transformer.hidden, s.transformer.vocab) == (12, 768, 50257)
+    answer["config"] = {"model_type": "mamba"}
+    assert torch_module.spec_from_child(answer, "m:f").transformer is None    # unknown family: count only
+    answer["off_meta"] = 10
+    assert torch_module.spec_from_child(answer, "m:f").notes == (
+        "10 parameters were created off the meta device by m:f",)

@@ -163,3 +163,11 @@ def test_impossible_settings_are_one_line_errors(settings, message):
 def test_lora_needs_a_shape():
     with pytest.raises(ValueError, match="--lora needs the model's shape"):
         make_plan(ModelSpec(1000, "x"), Settings(train=True, lora_rank=8))
+
+
+def test_inference_over_several_gpus_splits_weights_and_kv_cache():
+    one = make_plan(llama(), Settings(dtype="fp16", context_len=4096))
+    two = make_plan(llama(), Settings(dtype="fp16", context_len=4096, gpus=2))
+    assert two.breakdown["weights_bytes"] == one.breakdown["weights_bytes"] / 2
+    assert two.breakdown["kv_cache_bytes"] == one.breakdown["kv_cache_bytes"] / 2
+    assert two.notes == ["inference over 2 GPUs: weights and KV cache split evenly (tensor or pipeline parallel)"]

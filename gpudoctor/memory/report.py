@@ -37,10 +37,10 @@ def _gpu(v: fit.Verdict) -> Dict:
 def build(spec: ModelSpec, settings: Settings, targets: List[fit.GpuTarget], lazy: bool, lazy_why: str,
           measured_context_mib: Optional[float] = None) -> Dict:
     plan = make_plan(spec, settings)
-    verdicts = [fit.judge(plan, t, context_for(t, lazy, lazy_why, measured_context_mib)) for t in targets]
+    verdicts = [fit.judge(plan, t, context_for(t.architecture, lazy, lazy_why, measured_context_mib))
+                for t in targets]
     decide = fit.binding(verdicts, settings.gpus)
-    context = decide.context if decide else context_for(fit.GpuTarget("", None, 0, 0, None, None, ""),
-                                                         lazy, lazy_why, measured_context_mib)
+    context = decide.context if decide else context_for(None, lazy, lazy_why, measured_context_mib)
     breakdown = {k: round(v) for k, v in plan.breakdown.items()}
     breakdown["context_bytes"] = round(context.mib * MIB)
 

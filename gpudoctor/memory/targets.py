@@ -42,9 +42,10 @@ def sized_target(total_bytes: int, count: int) -> GpuTarget:
                      "--gpu-memory", count)
 
 
-def context_for(target: GpuTarget, lazy: bool, why: str, measured_mib: Optional[float]) -> kb.ContextEstimate:
+def context_for(architecture: Optional[str], lazy: bool, why: str, measured_mib: Optional[float]) -> kb.ContextEstimate:
+    """This machine's measured context, else the published one for the GPU generation and loading mode."""
     if measured_mib is not None:
         return kb.ContextEstimate(measured_mib, "measured on this machine (--measure)", "--measure")
-    est = kb.cuda_context(target.architecture, lazy)
+    est = kb.cuda_context(architecture, lazy)
     mode = "lazy" if lazy else "eager"
     return kb.ContextEstimate(est.mib, f"{why}: {mode} kernel loading, {est.basis}", est.source)
