@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.explain import explain_text
+try:   # main moved it to gpudoctor.explain.pipeline; this branch still exports it from the package
+    from gpudoctor.explain.pipeline import explain_text
+except ImportError:
+    from gpudoctor.explain import explain_text
 from gpudoctor.memory import allocator, summary
 from gpudoctor.memory.read import read
 

@@ -23,7 +23,7 @@ _choice = lambda values: click.Choice(values, case_sensitive=False)  # noqa: E73
 
 
 def _collect(timeout: float):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
 
     return collect(CollectOptions(timeout=timeout, commands=("nvidia_smi_xml",), frameworks=()))
 
