@@ -64,7 +64,7 @@ def load(path: Path) -> List[dict]:
 
 
 def outcome(case: dict) -> Dict[str, bool]:
-    from gpudoctor.explain import explain_text
+    from gpudoctor.explain.pipeline import explain_text
     from tests.test_explain_cases import context_flags
 
     got = [d.family for d in explain_text(case["text"], flags=context_flags(case["environment"])).diagnoses]
