@@ -122,3 +122,24 @@ def test_validation_names_the_offender():
         validate("not a check", {})
     except InvalidCheck as exc:
         assert "not a gpudoctor Check" in str(exc)
+
+
+def test_a_distribution_on_the_path_twice_loads_once_on_every_python(tmp_path, monkeypatch):
+    """Python < 3.10's entry_points() lists each copy (an sdist's egg-info beside the installed
+    dist-info); gpudoctor keeps the first, as 3.10+ does, so no check is loaded twice."""
+    from importlib import metadata
+
+    from gpudoctor import plugins
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site, value in ((first, "twice_plugin:CHECKS"), (second, "twice_plugin:OLD_CHECKS")):
+        site.mkdir()
+        install_plugin(site, "twice_plugin", "CHECKS = []\n", value)
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    as_before_3_10 = {plugins.GROUP: [ep for d in metadata.distributions() for ep in d.entry_points
+                                      if ep.group == plugins.GROUP]}
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda: as_before_3_10)
+    assert [ep.name for ep in as_before_3_10[plugins.GROUP]].count("twice_plugin") == 2
+    found = [ep.value for ep in plugins._entry_points() if ep.name == "twice_plugin"]
+    assert found == ["twice_plugin:CHECKS"]  # the first copy on sys.path

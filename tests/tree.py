@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import List
 
@@ -45,9 +44,9 @@ def _inside(path, folder: Path) -> bool:
 
 
 def _builtin_entry_points() -> list:
-    eps = metadata.entry_points()
-    found = eps.select(group=GROUP) if hasattr(eps, "select") else eps.get(GROUP, [])  # Python < 3.10
-    return [ep for ep in found if ep.name == "builtin"]
+    from gpudoctor.plugins import _entry_points  # exactly the entries gpudoctor loads its checks from
+
+    return [ep for ep in _entry_points() if ep.name == "builtin"]
 
 
 def problems(root: Path = ROOT) -> List[str]:
@@ -61,14 +60,18 @@ def problems(root: Path = ROOT) -> List[str]:
             continue
         if not _inside(where, folder):
             out.append(f"{name} is imported from {Path(where).parent}, not from the tree under test {folder}")
-    eps = _builtin_entry_points()
+    try:
+        eps = _builtin_entry_points()
+    except ImportError:
+        return out  # gpudoctor itself cannot be imported: said above
     if not eps:
         out.append(f"no entry point {GROUP} 'builtin' is registered (the checks would not run): "
                    f"install the project, e.g. pip install -e {root}")
     for ep in eps:
         target = sys.modules.get(ep.value.split(":")[0])
-        if ep.value.split(":")[0] != "gpudoctor_checks" or not _inside(getattr(target, "__file__", None), root / "checks"):
-            where = getattr(target, "__file__", None) or "a module not imported"
+        where = getattr(target, "__file__", None)
+        if ep.value.split(":")[0] != "gpudoctor_checks" or not _inside(where, root / "checks"):
+            where = where or "a module not imported"
             out.append(f"entry point {GROUP} 'builtin' = {ep.value} resolves to {where}, outside {root}")
     return out
 
