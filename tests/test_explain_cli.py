@@ -230,7 +230,7 @@ def test_huge_single_line_file_in_bounded_memory(tmp_path):
             f.write(block if i != 100 else block[:1000] + b" GPU has fallen off the bus " + block[1028:])
     code = ("import resource, sys\nfrom gpudoctor.cli import main\n"
             "try:\n    main(['explain', '--json', sys.argv[1]])\nexcept SystemExit as e:\n"
-            "    print('RC', e.code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+            "    print('RC', int(e.code), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
     import subprocess
     import sys
     proc = subprocess.run([sys.executable, "-c", code, str(big)], capture_output=True, text=True, timeout=120,
