@@ -11,6 +11,7 @@ imports it; :func:`problems` names whatever still resolves elsewhere, and confte
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 from pathlib import Path
@@ -20,19 +21,24 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUP = "gpudoctor.checks.v1"
 
 
+class _TreeChecks(importlib.abc.MetaPathFinder):
+    """Finds ``gpudoctor_checks`` in ``<root>/checks`` before any other finder looks (an editable
+    install's finder or an installed copy on sys.path), when it is first imported, as installed."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "gpudoctor_checks":
+            return None  # its submodules are found on the package's __path__, the tree's checks/
+        return importlib.util.spec_from_file_location(
+            name, self.root / "checks" / "__init__.py", submodule_search_locations=[str(self.root / "checks")])
+
+
 def bind_checks(root: Path = ROOT) -> None:
-    """Import ``checks/`` as ``gpudoctor_checks``, unless something imported that name already."""
-    if "gpudoctor_checks" in sys.modules or not (root / "checks" / "__init__.py").is_file():
-        return  # problems() says where the earlier one came from, or that the tree has no checks/
-    spec = importlib.util.spec_from_file_location(
-        "gpudoctor_checks", root / "checks" / "__init__.py", submodule_search_locations=[str(root / "checks")])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpudoctor_checks"] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules["gpudoctor_checks"]
-        raise
+    """From now on ``import gpudoctor_checks`` imports ``root/checks`` (unless it was imported before)."""
+    if (root / "checks" / "__init__.py").is_file() and not any(isinstance(f, _TreeChecks) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TreeChecks(root))
 
 
 def _inside(path, folder: Path) -> bool:
