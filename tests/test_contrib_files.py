@@ -8,7 +8,8 @@ import os
 from gpudoctor import contrib_files
 from tests.conftest import ROOT
 
-NAMES = ["npd/gpudoctor-plugin-monitor.json", "slurm/gpudoctor-healthcheck", "slurm/gpudoctor-prolog"]
+NAMES = ["npd/gpudoctor-npd", "npd/gpudoctor-plugin-monitor.json", "slurm/gpudoctor-healthcheck",
+         "slurm/gpudoctor-prolog"]
 
 
 def test_a_source_tree_uses_its_top_level_contrib_folder():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpudoctor.facts import Facts
+from gpudoctor.facts import Facts, NotApplicable
 from gpudoctor.facts.cuda import Nvcc
 from gpudoctor.facts.system import Container
 from gpudoctor.runner import CommandResult
@@ -23,8 +23,14 @@ def test_kernel_module_proprietary_and_open():
     f = facts({"/proc/driver/nvidia/version":
                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Feb 20 01:40:31 UTC 2025\n"})
     assert f["kernel_module"].version == "570.124.06" and f["kernel_module"].open is True
-    f = facts({})
-    assert "not loaded" in f.why_missing("kernel_module")
+    f = facts({})  # not recorded: cannot tell
+    assert "cannot tell whether the NVIDIA kernel module is loaded" in f.why_missing("kernel_module")
+    assert not isinstance(f.failure("kernel_module"), NotApplicable)
+    s = Snapshot()
+    s.files["/proc/driver/nvidia/version"] = FileRecord("/proc/driver/nvidia/version", error="missing")
+    f = Facts(s)  # read, and not there: no module is loaded, an answer
+    assert isinstance(f.failure("kernel_module"), NotApplicable)
+    assert "no NVIDIA kernel module is loaded" in f.why_missing("kernel_module")
 
 
 LSPCI = """01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)

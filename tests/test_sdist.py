@@ -93,13 +93,15 @@ def test_the_wheel_carries_the_checks_contrib_and_licence(wheel):
         meta = whl.read("gpudoctor-0.1.0.dist-info/METADATA").decode()
         entry_points = whl.read("gpudoctor-0.1.0.dist-info/entry_points.txt").decode()
     assert {"gpudoctor/contrib/slurm/gpudoctor-prolog", "gpudoctor/contrib/slurm/gpudoctor-healthcheck",
-            "gpudoctor/contrib/npd/gpudoctor-plugin-monitor.json", "gpudoctor/contrib_files.py",
+            "gpudoctor/contrib/npd/gpudoctor-plugin-monitor.json", "gpudoctor/contrib/npd/gpudoctor-npd",
+            "gpudoctor/contrib_files.py", "gpudoctor_entry.py",
             "gpudoctor_checks/driver.py", "gpudoctor/knowledge/data/gpus.json",
             "gpudoctor-0.1.0.dist-info/licenses/LICENSE"} <= names
     assert not [n for n in names if n.startswith(("tests/", "fixtures/", "checks/"))]
     assert "License-Expression: Apache-2.0" in meta and "Classifier: Programming Language :: Python :: 3.9" in meta
     assert "Requires-Dist: tomli>=1.1; python_version < \"3.11\"" in meta
-    assert "builtin = gpudoctor_checks:CHECKS" in entry_points and "gpudoctor = gpudoctor.cli:main" in entry_points
+    # The console script starts in the guarded entry point outside the package (a broken install: one line).
+    assert "builtin = gpudoctor_checks:CHECKS" in entry_points and "gpudoctor = gpudoctor_entry:main" in entry_points
 
 
 def test_the_installed_wheel_finds_its_contrib_files(wheel, tmp_path):
