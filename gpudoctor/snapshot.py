@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -108,23 +109,38 @@ class Snapshot:
                 "frameworks": self.frameworks, "listings": self.listings, "links": self.links,
                 "commands": cmd_index, "file_errors": file_errors}
 
-    def save(self, directory: str) -> Path:
-        """Write the snapshot folder; existing files inside it are overwritten."""
+    def save(self, directory: str, sync: bool = False) -> Path:
+        """Write the snapshot folder; existing files inside it are overwritten.
+
+        ``sync`` flushes each file to disk (before a staged folder is renamed into place).
+        """
         root = Path(directory)
         (root / "commands").mkdir(parents=True, exist_ok=True)
         (root / "files").mkdir(parents=True, exist_ok=True)
         for key, res in self.commands.items():
-            (root / "commands" / f"{key}.out").write_text(res.stdout, encoding="utf-8")
-            (root / "commands" / f"{key}.err").write_text(res.stderr, encoding="utf-8")
+            if not _COMMAND_KEY.fullmatch(key):
+                raise ValueError(f"command key {key!r} is not a plain name")
+            _write(root / "commands" / f"{key}.out", res.stdout, sync)
+            _write(root / "commands" / f"{key}.err", res.stderr, sync)
         for path, rec in self.files.items():
             if rec.exists:
-                target = root / "files" / path.lstrip("/")
+                parts = PurePosixPath(norm(path)).parts[1:]
+                if not parts or ".." in parts:
+                    raise ValueError(f"file path {path!r} does not stay below files/")
+                target = root.joinpath("files", *parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(rec.content, encoding="utf-8")
-        with open(root / "snapshot.json", "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
+                _write(target, rec.content, sync)
+        text = json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+        _write(root / "snapshot.json", text, sync)
         return root
+
+
+def _write(path: Path, text: str, sync: bool) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
 def norm(path: str) -> str:

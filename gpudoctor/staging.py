@@ -112,3 +112,46 @@ def sweep(folder: Optional[str] = None) -> int:
         remove(path)
         removed += 1
     return removed
+
+
+class StagedFolder:
+    """A hidden ``.part`` folder beside ``target`` that becomes ``target`` only on :meth:`commit`.
+
+    An interrupted run (Ctrl-C, a kill, a full disk) never leaves a partial ``target``
+    that blocks the next run; what SIGKILL leaves is a ``.part`` folder the next run sweeps.
+    """
+
+    def __init__(self, target: str):
+        self.target = os.path.abspath(target)
+        parent = os.path.dirname(self.target)
+        os.makedirs(parent, exist_ok=True)
+        sweep(parent)
+        self.path = tempfile.mkdtemp(prefix=part_name(self.target), suffix=".part", dir=parent)
+        _own.add(self.path)
+
+    def commit(self) -> None:
+        """Rename into place (over an empty folder, as --out allows); files were synced by the writer."""
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self.path, 0o777 & ~umask)  # mkdtemp's 0700 is right for work, not for the result
+        _fsync_dir(self.path)
+        os.rename(self.path, self.target)
+        _own.discard(self.path)
+        _fsync_dir(os.path.dirname(self.target))
+
+    def discard(self) -> None:
+        if self.path in _own:
+            remove(self.path)
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -29,9 +29,9 @@ def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
     """The snapshot inside a bundle written by ``gpudoctor bundle``; SnapshotError says why not."""
     _check_file(path)
     staging.sweep()  # unpack folders of replays that were killed (SIGKILL, the hook's watchdog)
-    tmp = staging.private_dir("unpack")  # mode 0700
-    try:
-        with _removed_on_sigterm():
+    with _removed_on_sigterm():
+        tmp = staging.private_dir("unpack")  # mode 0700
+        try:
             hashes = unpack(path, tmp, limits)
             root = _root(path, tmp)
             _verify(path, root, tmp, hashes)
@@ -39,10 +39,10 @@ def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
                 snap = load(str(root / "snapshot"))
             except SnapshotError as exc:
                 raise SnapshotError(str(exc).replace(str(root), path)) from None
-        snap.source = path
-        return snap
-    finally:
-        staging.remove(tmp)
+        finally:
+            staging.remove(tmp)
+    snap.source = path
+    return snap
 
 
 @contextmanager
