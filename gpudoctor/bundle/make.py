@@ -127,6 +127,7 @@ def build(opts: Options, out: AtomicFile, cleanup: Cleanup, note: Note = lambda 
     note("sanitising", "done")
     top = os.path.basename(out.target)
     top = top[:-len(".tar.gz")] if top.endswith(".tar.gz") else top.rsplit(".", 1)[0] or "gpudoctor-bundle"
+    top = s.text(top).replace("/", "_")  # the archive's top folder is named after the file: it is data too
     size = write_archive(out, top, members)
     summary = json.loads(next(d for n, d in members if n == "report.json")).get("summary", {})
     return Result(out.target, size, [n for n, _ in members], s.counts(), summary, s.anonymize,
