@@ -6,9 +6,10 @@ secret (``&sig=`` of an Azure SAS), and ``name=value`` / ``name: value`` / ``"na
 / ``<name>value</name>`` where the name is secret (``password="correct horse battery
 staple"``, ``luks.key=`` on the kernel command line), values of any length.
 
-Every pattern runs in linear time: each open-ended run starts where a lookbehind says
-a word starts (so no run is rescanned from inside) and nothing after it can fail; the
-decisions (is this name secret? where does this value end?) are made in Python.
+Every pattern runs in linear time: each starts at a literal or a separator (found by re's
+fast search) or where a lookbehind says a word starts, so no run is rescanned from inside,
+and nothing after an open-ended run can fail; the decisions (is this name secret? where
+does this value end?) are made in Python, reading a value only for a secret name.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Judge(Protocol):
     def service_name(self, name: str) -> bool: ...
     def token_like(self, value: str) -> bool: ...
     def parameter(self, name: str, value: str) -> bool: ...
+
 
 # From "://" on (a literal start is what makes re fast), after a scheme character.
 _URL = re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s\"'<>]*")
