@@ -11,6 +11,7 @@ provably gone: no such pid, or a pid now held by a process that started at anoth
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -124,6 +125,8 @@ class StagedFolder:
     def __init__(self, target: str):
         self.target = os.path.abspath(target)
         parent = os.path.dirname(self.target)
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
         os.makedirs(parent, exist_ok=True)
         sweep(parent)
         self.path = tempfile.mkdtemp(prefix=part_name(self.target), suffix=".part", dir=parent)

@@ -117,3 +117,12 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize("out, why", [("/proc/gpudoctor-snap", "No such file or directory"),
+                                      ("/dev/null/snap", "Not a directory")])
+def test_an_unwritable_destination_fails_before_collecting(out, why):
+    start = time.monotonic()
+    res = run_cli("snapshot", "--out", out, "--timeout", "60")
+    assert time.monotonic() - start < 20
+    assert res.returncode == 2 and res.stderr == f"gpudoctor: {out}: cannot write the snapshot here ({why})\n"
