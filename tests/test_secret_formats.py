@@ -8,7 +8,6 @@ bundle` is in test_bundle_redaction.py.
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 

@@ -4,7 +4,7 @@ Four kinds of secret are removed wherever they appear (command output, files, re
 the manifest), in this order:
 
 1. the values of environment variables whose names are secret (``HF_TOKEN``,
-   ``DB_PASSWORD``; see :func:`is_secret_variable`), as literals, also JSON-escaped and
+   ``DB_PASSWORD``; see :mod:`secret_names`), as literals, also JSON-escaped and
    percent-encoded;
 2. known token formats (``data/secret_formats.json``: ``hf_...``, ``AKIA...``, private
    key blocks ... each row with its source);
@@ -19,35 +19,27 @@ Every pattern runs in time linear in the text (see the data file's description).
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Pattern, Tuple
 from urllib.parse import quote
 
 from gpudoctor.bundle import secret_context
+from gpudoctor.bundle.secret_names import (JUDGE, formats, is_secret_name, is_secret_parameter,
+                                           is_secret_variable, secret_env, token_like)
 
-_DATA = Path(__file__).with_name("data") / "secret_formats.json"
+# The names' rules live in secret_names; callers import them from here, with the redactor.
+__all__ = ["SecretRedactor", "redact_url", "token_patterns", "is_secret_name", "is_secret_parameter",
+           "is_secret_variable", "secret_env", "token_like", "MARK"]
+
 MARK = secret_context.MARK
 # Values hunted as literals need this many characters; shorter ones ("1", "on") would wreck the bundle.
 MIN_LITERAL = 3
 # Below this a literal must stand alone ("/opt/abc1234/lib"), not inside a longer word.
 MIN_SUBSTRING = 8
 _TRIVIAL = {"true", "false", "yes", "no", "on", "off", "none", "null", "nil", "0", "1", "-1", "enabled", "disabled"}
-_NOT_SECRET_NAMES = {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SESSION_MANAGER",
-                     "DESKTOP_SESSION", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
-                     "XDG_SESSION_ID", "KEYBOARD", "PIP_KEYRING_PROVIDER",
-                     "SIG_KEY"}  # modinfo: the id of the public key that signed the module
-_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_+=.-]+")
 _LITERAL_FIRST = re.compile(r"[A-Za-z0-9_:/<%-]|\\[.]")
-
-
-@lru_cache(maxsize=1)
-def _formats() -> dict:
-    return json.loads(_DATA.read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)
@@ -59,74 +51,11 @@ def token_patterns() -> List[Tuple[str, Pattern, Tuple[str, ...]]]:
     its keywords; one without keywords always runs.
     """
     out = []
-    for row in _formats()["formats"]:
+    for row in formats()["formats"]:
         flags = re.DOTALL if "DOTALL" in row.get("flags", "") else 0
         gate = () if _LITERAL_FIRST.match(row["pattern"]) else tuple(row.get("keywords") or ())
         out.append((row["id"], re.compile(row["pattern"], flags), gate))
     return out
-
-
-@lru_cache(maxsize=4096)
-def is_secret_name(name: str) -> bool:
-    """Whether a name (variable, key, parameter) says its value is a secret: ``HF_TOKEN``, ``luks.key``, ``apiKey``."""
-    name = name.strip("\"' ")
-    upper = name.upper()
-    if upper in _NOT_SECRET_NAMES or not name:
-        return False
-    words = _formats()["secret_env_words"]
-    parts = [p.upper() for p in _PARTS.findall(name)]
-    if not parts or parts[-1] in words["not_last_words"]:
-        return False
-    hits = set(parts) & set(words["words"])
-    if hits and (len(parts) > 1 or not hits <= set(words["qualified_words"])):
-        return True
-    return any(s in upper for s in words["substrings"])
-
-
-def is_secret_parameter(name: str, value: str) -> bool:
-    """A URL query parameter that holds a secret: a secret name, or sig=, X-Amz-Signature=, code=."""
-    parts = {p.upper() for p in _PARTS.findall(name)}
-    return is_secret_variable(name, value) or bool(parts & set(_formats()["query_words"]["words"]))
-
-
-@lru_cache(maxsize=4096)
-def _service(name: str) -> bool:
-    parts = {p.lower() for p in _PARTS.findall(name)}
-    return bool(parts & set(_formats()["service_names"]["words"]))
-
-
-def token_like(value: str) -> bool:
-    """A value shaped like a generated credential: long, letters and digits, high entropy (gitleaks' test)."""
-    rule = _formats()["service_names"]
-    if len(value) < rule["min_value_length"] or not _TOKEN_LIKE.fullmatch(value):
-        return False
-    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
-        return False
-    counts = Counter(value)
-    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
-    return entropy >= rule["min_entropy"]
-
-
-def is_secret_variable(name: str, value: str) -> bool:
-    """A secret name, or a service's name (``ALGOLIA_ADMIN``) holding a token-like value."""
-    return is_secret_name(name) or (_service(name) and token_like(value.strip("\"' ")))
-
-
-class _Judge:
-    """The rules above, as secret_context asks for them."""
-
-    secret_name = staticmethod(is_secret_name)
-    service_name = staticmethod(_service)
-    token_like = staticmethod(token_like)
-    parameter = staticmethod(is_secret_parameter)
-
-
-_JUDGE = _Judge()
-
-
-def secret_env(environ: Mapping[str, str]) -> Dict[str, str]:
-    """The environment variables that hold secrets, with their values."""
-    return {k: v for k, v in environ.items() if is_secret_variable(k, v)}
 
 
 def _variants(value: str) -> set:
@@ -163,7 +92,7 @@ class SecretRedactor:
         for kind, pattern, gate in self._tokens:
             if not gate or any(k in lower for k in gate):
                 s = pattern.sub(lambda m, k=kind: self._replace(m, k), s)
-        s = secret_context.redact(s, self._mark, _JUDGE)
+        s = secret_context.redact(s, self._mark, JUDGE)
         if self._hide_re is not None:
             s = self._hide_re.sub(self._hidden, s)
         return s
