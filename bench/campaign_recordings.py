@@ -111,20 +111,23 @@ def crash_kind(*runs: Run) -> dict:
 class Tally:
     def __init__(self):
         self.rows = {}
+        self.peaks = {}  # section -> the input of its peak memory
 
     def add(self, section: str, **counts) -> None:
         self.rows.setdefault(section, Counter()).update(counts)
 
-    def peak(self, section: str, mib: float) -> None:
+    def peak(self, section: str, mib: float, label: str = "") -> None:
         c = self.rows.setdefault(section, Counter())
-        c["peak_mib"] = max(c["peak_mib"], int(mib))
+        if int(mib) > c["peak_mib"]:
+            c["peak_mib"] = int(mib)
+            self.peaks[section] = label
 
 
 def judge(t: Tally, section: str, cmd: str, r: Run, note=None, label: str = "") -> None:
     crashed = r.rc == 3 or "Traceback" in r.err or (r.rc not in OK_EXITS[cmd] and not r.hung)
     host = ci.MARKER in r.out + r.err
     t.add(section, runs=1, crashes=int(crashed), hangs=int(r.hung), host_reads=int(host))
-    t.peak(section, r.peak_mib)
+    t.peak(section, r.peak_mib, f"{label} {cmd}".strip())
     if (crashed or r.hung or host) and note is not None:
         note.append(f"{section}: {label} {cmd} exit {r.rc}{' hung' if r.hung else ''}{' HOST FILE READ' if host else ''}: "
                     f"{(r.err.strip().splitlines() or [''])[-1][:150]}")
@@ -368,6 +371,8 @@ def report(t: Tally, notes, src, seconds) -> int:
         print(f"{section:30}" + "".join(f"{row.get(c, 0):>10}" for c in used))
     print("left@kill: what a kill left at once (SIGKILL skips every cleanup); left@next: what the next run "
           "did not remove; ^C@import: a SIGINT traceback before gpudoctor's handlers exist (cli.py's entry point)")
+    for section, label in t.peaks.items():
+        print(f"  peak memory of {section}: {label}")
     for line in notes[:60]:
         print("  " + line)
     bad = {"crashes", "hangs", "host_reads", "escapes", "leaks", "partial", "blocked_reruns", "leftovers",

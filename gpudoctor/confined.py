@@ -83,26 +83,34 @@ class Folder:
             for fd in opened:
                 os.close(fd)
 
-    def read(self, parts: Parts, cap: int) -> Tuple[bytes, bool]:
-        """The first ``cap`` bytes of a regular file, and whether there was more."""
+    def read(self, parts: Parts, cap: int, whole: bool = False) -> Tuple[bytes, bool]:
+        """The first ``cap`` bytes of a regular file, and whether there was more.
+
+        ``whole``: a file over ``cap`` bytes is refused unread (its size says so) instead of cut.
+        """
         fd = self._open(parts, _FILE_FLAGS)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise Refused("is a directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "not a regular file")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Refused("is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+            if whole and st.st_size > cap:
+                raise Refused(f"over {cap} bytes")
             chunks: List[bytes] = []
-            left = cap + 1
+            left = cap
             while left > 0:
                 chunk = os.read(fd, min(left, 1 << 20))
                 if not chunk:
                     break
                 chunks.append(chunk)
                 left -= len(chunk)
+            cut = left == 0 and bool(os.read(fd, 1))
         except OSError as exc:
             raise Refused(_reason(exc)) from None
         finally:
             os.close(fd)
-        data = b"".join(chunks)
-        return data[:cap], len(data) > cap
+        if whole and cut:
+            raise Refused(f"over {cap} bytes")  # it grew while being read
+        return b"".join(chunks), cut
 
     def kind(self, parts: Parts) -> Optional[str]:
         """"file", "dir", or None for anything else (missing, a link, a FIFO) at ``parts``."""

@@ -54,13 +54,13 @@ def load_folder(directory: str, max_entries: int = MAX_ENTRIES, max_depth: int =
 def _meta(folder: confined.Folder, base, shown: str, directory: str) -> Dict:
     where = f"{shown}/snapshot.json"
     try:
-        raw, cut = folder.read(base + ("snapshot.json",), MAX_JSON_BYTES)
+        raw, _ = folder.read(base + ("snapshot.json",), MAX_JSON_BYTES, whole=True)
     except confined.Refused as exc:
         if str(exc) == "missing":
             raise SnapshotError(f"{directory}: not a snapshot folder (no snapshot.json inside)") from None
+        if str(exc).startswith("over "):
+            raise SnapshotError(f"{where}: over {MAX_JSON_BYTES} bytes; not a snapshot.json gpudoctor wrote") from None
         raise SnapshotError(f"{where}: unreadable snapshot.json ({exc})") from None
-    if cut:
-        raise SnapshotError(f"{where}: over {MAX_JSON_BYTES} bytes; not a snapshot.json gpudoctor wrote")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
