@@ -38,8 +38,8 @@ UUID_SHAPE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
     ("xoxp-1234567890-abcdefghij", "slack-token"),
     ("glpat-abcdefghij0123456789", "gitlab-token"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "jwt"),
-    ("Authorization: Bearer abcdefghijklmnop0123456789", "bearer-token"),
-    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----", "pem-private-key"),
+    ("got Bearer abcdefghijklmnop0123456789 back", "bearer-token"),
+    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----", "private-key"),
     ("https://conda.anaconda.org/t/ab-0123456789xyz/chan/", "conda-channel-token"),
 ])
 def test_token_formats_are_redacted_wherever_they_appear(text, kind):
@@ -188,7 +188,7 @@ def test_secrets_were_redacted_where_they_were_not_dropped(plain):
     assert "# github <redacted:github-token> gitlab <redacted:gitlab-token>" in m["snapshot/commands/nvcc_version.err"]
     modprobe = m["snapshot/files/etc/modprobe.d/nvidia.conf"]
     assert modprobe.startswith("options nvidia NVreg_PreserveVideoMemoryAllocations=1\n")
-    assert "<redacted:gitlab-token>" in modprobe and "<redacted:pem-private-key>" in modprobe
+    assert "<redacted:gitlab-token>" in modprobe and "<redacted:private-key>" in modprobe
     assert "https://<redacted:url-credentials>@pypi.corp.example/simple" in m["python/pip-config.txt"]
     assert "<redacted:conda-channel-token>" in m["python/conda-list.json"]
     assert "session <redacted:jwt>" in m["kernel/nvidia-messages.txt"]
@@ -196,7 +196,7 @@ def test_secrets_were_redacted_where_they_were_not_dropped(plain):
     assert env["package_settings"]["PIP_INDEX_URL"] == "https://<redacted:url-credentials>@pypi.corp.example/simple"
     assert set(SECRETS) <= set(env["secret_variables"])
     counts = json.loads(m["manifest.json"])["redactions"]["secrets"]
-    assert counts["env:HF_TOKEN"] >= 1 and counts["pem-private-key"] >= 1 and counts["url-credentials"] >= 1
+    assert counts["env:HF_TOKEN"] >= 1 and counts["private-key"] >= 1 and counts["url-credentials"] >= 1
     assert PIP_PASSWORD not in json.dumps(counts)
 
 

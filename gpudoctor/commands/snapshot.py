@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import click
 
@@ -12,7 +13,9 @@ from gpudoctor.exitcodes import ExitCode
 
 @click.command("snapshot")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-              help="Folder to write the snapshot into (created if missing; must be empty if it exists).")
+              help="Folder to write the snapshot into (created if missing; must be empty if it exists). "
+                   "It appears whole or not at all: the snapshot is written to a hidden .part folder "
+                   "beside it and renamed.")
 @python_option
 @click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take.")
@@ -30,22 +33,31 @@ def command(out, python, timeout, no_frameworks, as_json):
       gpudoctor snapshot --out node17 --python ~/venv/bin/python --timeout 30
       gpudoctor snapshot --out node17 --no-frameworks --json
     """
+    from gpudoctor.bundle.write import Cleanup, on_signals
     from gpudoctor.commands.check import live_snapshot
     from gpudoctor.render.json import dumps
+    from gpudoctor.staging import StagedFolder
 
     if not out.strip():
         raise InputError("--out needs a new or empty folder, got an empty value")
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise InputError(f"{out}: exists and is not an empty folder; choose a new --out")
-    progress = Progress(enabled=None if not as_json else False)
     try:
-        snap = live_snapshot(python, timeout, "/", not no_frameworks, progress)
-    finally:
-        progress.clear()
-    try:
-        snap.save(out)
+        stage = StagedFolder(out)  # before collecting: an unwritable place is reported at once
     except OSError as exc:
-        raise InputError(f"{out}: cannot write the snapshot ({exc.strerror or exc})") from None
+        raise InputError(f"{out}: cannot write the snapshot here ({exc.strerror or exc})") from None
+    cleanup = Cleanup()
+    cleanup.dirs.append(stage.path)
+    names = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+    with on_signals(cleanup, lambda n: f"\ngpudoctor: interrupted by {names.get(n, n)}; no snapshot written"):
+        try:
+            snap = _record(python, timeout, no_frameworks, as_json, live_snapshot)
+            snap.save(stage.path, sync=True)
+            stage.commit()
+        except OSError as exc:
+            raise InputError(f"{out}: cannot write the snapshot ({exc.strerror or exc})") from None
+        finally:
+            stage.discard()  # a no-op once committed
     summary = {"snapshot": os.path.abspath(out), "commands": len(snap.commands),
                "files": sum(1 for r in snap.files.values() if r.exists),
                "frameworks": sorted(snap.frameworks), "duration_s": snap.meta.get("duration_s")}
@@ -56,3 +68,11 @@ def command(out, python, timeout, no_frameworks, as_json):
                    f"({summary['commands']} commands, {summary['files']} files, {summary['duration_s']}s). "
                    f"Replay: gpudoctor check --snapshot {out}")
     return ExitCode.OK
+
+
+def _record(python, timeout, no_frameworks, as_json, live_snapshot):
+    progress = Progress(enabled=None if not as_json else False)
+    try:
+        return live_snapshot(python, timeout, "/", not no_frameworks, progress)
+    finally:
+        progress.clear()
