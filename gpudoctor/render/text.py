@@ -149,7 +149,9 @@ def render(report: Report, style: Style, verbose: bool = False) -> str:
 def summary_line(report: Report, style: Style) -> str:
     c = report.counts()
     n = len(report.diagnoses)
-    lead = f"{n} problem{'s' * (n != 1)} ({c['fail']} failed, {c['warn']} warned)" if n else "no problems"
+    checks = " and ".join(x for x in (f"{c['fail']} check{'s' * (c['fail'] != 1)} failed" if c["fail"] else "",
+                                       f"{c['warn']} warned" if c["warn"] else "") if x)
+    lead = f"{n} problem{'s' * (n != 1)} ({checks})" if n else "no problems"
     parts = [lead, f"{c['ok']} passed"]
     if c["error"]:
         parts.append(f"{c['error']} check error{'s' * (c['error'] != 1)}")
