@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpudoctor.engine import check
-from gpudoctor.facts import Facts
+from gpudoctor.facts import Facts, NotApplicable
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.recipes import recipe
 
@@ -34,6 +34,16 @@ def _wants_gpu(f: Facts, c) -> list:
     return signs
 
 
+def _no_gpu_anywhere(f: Facts, signs) -> bool:
+    """Neither this container nor the host's kernel shows an NVIDIA GPU, and nothing but a CUDA build of a
+    framework (pip's default torch is one) says a GPU was meant: an empty /dev alone is the symptom, not
+    proof, so the host's /proc/driver/nvidia must have been read and found empty."""
+    gpu = f.get("nvidia_gpu_present")
+    strong = [e for e in signs if not e.source.startswith("framework:")]
+    return gpu is not None and not gpu.present and isinstance(f.failure("kernel_module"), NotApplicable) \
+        and not strong
+
+
 @check("CTR001", "container-gpu-devices", "the container was given a GPU", needs=("container_gpu",))
 def container_gpu_devices(f: Facts):
     """Inside Docker, Podman or Kubernetes, /dev/nvidia* exists only when the runtime passed a GPU in
@@ -47,10 +57,8 @@ def container_gpu_devices(f: Facts):
     ev = [Evidence("listing:/dev", "no /dev/nvidia* device" if not nodes else " ".join(nodes))] + signs
     values = dict(container_kind=c.kind, visible_note=_visible_note(c.visible))
     title = f"no GPU was passed into this {c.kind} container (no /dev/nvidia0)"
-    gpu = f.get("nvidia_gpu_present")
-    if gpu is not None and not gpu.present:
-        # Not even the host's kernel shows an NVIDIA GPU: no GPU anywhere (DRV001) is the cause to name; a
-        # CUDA build inside (pip's default torch is one) does not make this container wrong.
+    if _no_gpu_anywhere(f, signs):
+        # No GPU anywhere (DRV001) is the cause to name; this container adds nothing to fix.
         return warn(title, detail="Neither this container nor the host's kernel (/proc/driver/nvidia) shows an "
                                   "NVIDIA GPU; if GPU work should run here, start it on a GPU host with GPUs.",
                     evidence=ev, fix=recipe("no_device_in_container", f, **values), symptom_of=("DRV001",))

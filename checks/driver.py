@@ -7,7 +7,7 @@ import re
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import SMI_FORMATS, first_line, recorded_smi_key, smi_failure
-from gpudoctor.findings import Evidence, fail, ok, warn
+from gpudoctor.findings import Evidence, fail, ok, unknown, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.knowledge.smi_failures import classify
 from gpudoctor.recipes import recipe
@@ -54,10 +54,12 @@ def driver_answers(f: Facts):
     if res.error == "not found":
         return _not_installed(f, cmd_ev, signs)
     if res.ok and _unreadable(f, res):
-        return fail("nvidia-smi printed something unreadable",
-                    detail="It exited 0 without an NVIDIA report or failure message; no GPU is taken from it.",
-                    evidence=[Evidence(f"command:{recorded_smi_key(f)}", first_line(res.stdout) or "(no output)"),
-                              cmd_ev] + signs, fix=recipe("smi_unreadable", f))
+        # gpudoctor cannot tell what the GPUs are doing: a format it does not know must never drain a fleet,
+        # and garbage must never pass for a GPU. The hook answers "unknown"; check shows it as such.
+        return unknown("nvidia-smi printed something gpudoctor cannot read",
+                       detail="It exited 0 without an NVIDIA report or failure message; no GPU is taken from it.",
+                       evidence=[Evidence(f"command:{recorded_smi_key(f)}", first_line(res.stdout) or "(no output)"),
+                                 cmd_ev] + signs, fix=recipe("smi_unreadable", f))
     return _failure(f, res, cmd_ev, signs)
 
 

@@ -33,7 +33,15 @@ def _entry_points():
     eps = metadata.entry_points()
     if hasattr(eps, "select"):
         return list(eps.select(group=GROUP))
-    return list(eps.get(GROUP, []))  # Python < 3.10
+    # Python < 3.10 lists a distribution once per copy on sys.path (a source tree's gpudoctor.egg-info
+    # beside the installed dist-info), so each check would load twice: keep the first copy, as 3.10+ does.
+    seen, found = set(), []
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name not in seen:
+            seen.add(name)
+            found.extend(ep for ep in dist.entry_points if ep.group == GROUP)
+    return found
 
 
 def _origin(ep) -> str:

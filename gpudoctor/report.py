@@ -41,6 +41,10 @@ class Report:
     def passed(self) -> List[Finding]:
         return [f for f in self.findings if f.status is Status.OK]
 
+    def could_not_tell(self) -> List[Finding]:
+        """Checks that could not judge and say what to do about it (a fix): shown, never hidden as skips."""
+        return [f for f in self.findings if f.status is Status.SKIP and f.cannot_tell and f.fix is not None]
+
     def counts(self) -> Dict[str, int]:
         counts = {s.value: 0 for s in Status}
         for f in self.findings:
@@ -53,7 +57,7 @@ class Report:
             return ExitCode.PROBLEM
         if Status.ERROR in statuses:
             return ExitCode.INTERNAL
-        if strict and (Status.WARN in statuses or self.plugin_problems):
+        if strict and (Status.WARN in statuses or self.plugin_problems or self.could_not_tell()):
             return ExitCode.PROBLEM
         return ExitCode.OK
 

@@ -10,6 +10,7 @@ from gpudoctor.findings import Status
 from gpudoctor.runner import CommandResult
 from gpudoctor_checks import containers, cuda_toolkit, cudnn, driver, kernel_module, nouveau, wsl
 from tests.builders import ran, snap
+from tests.scenarios import SCENARIOS
 
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Sat Aug 19 01:15:15 UTC 2023\n"
 
@@ -236,7 +237,7 @@ def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
     from gpudoctor.snapshot import load
     from gpudoctor_checks.gpu_health import gpu_inforom
 
-    (finding,) = run_one(gpu_inforom, Facts(load("fixtures/scenarios/sys-inforom-corrupted")))
+    (finding,) = run_one(gpu_inforom, Facts(load(str(SCENARIOS / "sys-inforom-corrupted"))))
     assert [e.excerpt for e in finding.evidence] == ["WARNING: infoROM is corrupted at gpu 0008:00:00.0"]
 
 
@@ -244,7 +245,7 @@ def test_mismatch_fix_is_given_once():
     from gpudoctor.snapshot import load
 
     report = __import__("gpudoctor.report", fromlist=["build_report"]).build_report(
-        load("fixtures/scenarios/sys-driver-library-mismatch"))
+        load(str(SCENARIOS / "sys-driver-library-mismatch")))
     by_id = {f.check_id: f for f in report.findings}
     assert by_id["DRV001"].fix is None and by_id["DRV001"].detail == "DRV002 has both versions and the fix."
     assert by_id["DRV002"].fix.kb_id == "driver_library_mismatch"

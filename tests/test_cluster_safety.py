@@ -88,13 +88,13 @@ def test_a_raising_sitecustomize_leaves_the_verdict_alone(tmp_path):
     broken = _launch(tmp_path, ["hook", "--snapshot", str(BROKEN), "--gpus", "1"], pythonpath)
     assert healthy.returncode == 0
     assert broken.returncode == 1
-    assert broken.stderr.splitlines()[-1] == "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+    assert broken.stderr.splitlines()[-1] == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
 
 
 def test_the_healthy_and_broken_recordings_still_get_their_verdicts(tmp_path):
     assert _launch(tmp_path, ["hook", "--snapshot", str(HEALTHY), "--gpus", "1"]).returncode == 0
     proc = _launch(tmp_path, ["hook", "--snapshot", str(BROKEN)])
-    assert (proc.returncode, proc.stderr) == (1, "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)\n")
+    assert (proc.returncode, proc.stderr) == (1, "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded\n")
 
 
 # --- settings that used to crash (exit 3) ---------------------------------------------------------
@@ -180,7 +180,7 @@ def test_a_crashing_textfile_writer_leaves_the_verdict(tmp_path, capsys, monkeyp
     err = capsys.readouterr().err.splitlines()
     assert code == 1
     assert err == [f"gpudoctor: cannot write {prom} (RuntimeError: mkstemp broke)",
-                   "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"]
+                   "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"]
 
 
 # --- an unwritable stdout -----------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _to_dev_full(args):
 @pytest.mark.parametrize("args, code, last", [
     (["hook", "--snapshot", str(HEALTHY), "--json"], 2, "gpudoctor: cannot write the output (No space left on device)"),
     (["hook", "--snapshot", str(HEALTHY), "--npd"], 2, "gpudoctor: cannot write the output (No space left on device)"),
-    (["hook", "--snapshot", str(BROKEN), "--npd"], 1, "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"),
+    (["hook", "--snapshot", str(BROKEN), "--npd"], 1, "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"),
     (["check", "--snapshot", str(HEALTHY), "--json"], 2, "gpudoctor: cannot write the output (No space left on device)"),
     (["parse-smi", "--json", str(ROOT / "fixtures" / "nvidia-smi" / "xml" / "rtx-4090_driver-535.86.05_cuda-12.2.xml")],
      2, "gpudoctor: cannot write the output (No space left on device)"),
@@ -238,12 +238,12 @@ def test_the_entry_point_finds_the_subcommand(argv, name):
 
 def test_an_unexpected_exit_inside_a_command_is_not_a_verdict(monkeypatch, capsys):
     # sys.exit(1) deep inside (a dependency, a bug) must not reach Slurm as exit 1.
-    import gpudoctor.hook.node as hook_node
+    import gpudoctor.engine as engine
 
     def bye(*a, **k):
         raise SystemExit(1)
 
-    monkeypatch.setattr(hook_node, "from_snapshot", bye)
+    monkeypatch.setattr(engine, "run_checks", bye)
     import gpudoctor_entry
 
     with pytest.raises(SystemExit) as exc:

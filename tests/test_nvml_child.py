@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import ROOT
+
 FAKE_PYNVML = '''
 class NVMLError(Exception):
     pass
@@ -49,9 +51,9 @@ def nvmlDeviceGetComputeRunningProcesses(h): return [_Proc()]
 
 def run_child(tmp_path, mode):
     (tmp_path / "pynvml.py").write_text(FAKE_PYNVML.format(mode=mode))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))  # the fake pynvml before any real one
     out = subprocess.run([sys.executable, "-m", "gpudoctor.probes.nvml_child"], capture_output=True,
-                         text=True, env=env, timeout=30)
+                         text=True, env=env, timeout=30, cwd=str(ROOT))  # this tree's child, from any folder
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -312,7 +312,7 @@ def test_failing_node_is_drained_with_gpudoctors_reason_and_the_job_never_starts
     res = cluster.run("srun", "-N1", "-w", cluster.node, "-t", "1", "/usr/bin/touch", str(marker))
     assert res.returncode != 0, res.stdout + res.stderr
     _wait(lambda: cluster.node in cluster.reasons(), 30, "the node to show a drain reason", cluster.logs)
-    assert cluster.reasons()[cluster.node] == "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+    assert cluster.reasons()[cluster.node] == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
     assert cluster.node_state() in ("drained", "draining")
     assert not marker.exists()
     assert "rc=1" in cluster.prolog_log.read_text()
@@ -337,10 +337,10 @@ def test_health_check_resumes_a_node_gpudoctor_drained_once_it_is_healthy(cluste
 def test_health_check_drains_with_gpudoctors_reason(cluster):
     cluster.judge(BROKEN, cluster.hc_current)
     _wait(lambda: cluster.reason() != "", 30, "the health check to drain the node", cluster.logs)
-    assert cluster.reason() == "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+    assert cluster.reason() == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
     assert cluster.node_state() in ("drained", "draining")
     cluster.after_health_checks(2)  # found broken again: the reason stays, nothing is re-set
-    assert cluster.reason() == "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+    assert cluster.reason() == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
     cluster.judge(HEALTHY, cluster.hc_current)
     _wait(lambda: cluster.node_state() == "idle", 30, "the node to be resumed", cluster.logs)
 

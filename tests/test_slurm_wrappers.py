@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROLOG = ROOT / "contrib" / "slurm" / "gpudoctor-prolog"
 HEALTHCHECK = ROOT / "contrib" / "slurm" / "gpudoctor-healthcheck"
 NPD = ROOT / "contrib" / "npd" / "gpudoctor-npd"
-REASON = "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+REASON = "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
 TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: x'
 
 SINFO = """#!/bin/sh

@@ -86,20 +86,24 @@ def test_the_hook_cannot_tell_from_a_stub_and_never_passes(stub_bin, monkeypatch
     _stub(stub_bin, monkeypatch, text)
     assert run(["hook", "--gpus", "1"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("gpudoctor: cannot tell: nvidia-smi output unreadable: nvidia-smi -q -x printed "
-                          "something unreadable: ")
+    assert err == "gpudoctor: cannot tell: nvidia-smi printed something gpudoctor cannot read\n"
 
 
-def test_check_says_nvidia_smi_printed_something_unreadable(stub_bin, monkeypatch, capsys):
+def test_check_says_it_cannot_tell_what_nvidia_smi_printed(stub_bin, monkeypatch, capsys):
+    # The same judgment as the hook's: cannot tell (never a GPU, never a drain for a format gpudoctor does
+    # not know); check shows it with its fix, and --strict counts it.
     _stub(stub_bin, monkeypatch, "hello, I am not nvidia-smi\n")
-    assert run(["check", "--only", "DRV001", "--no-frameworks", "--json"]) == 1
+    assert run(["check", "--only", "DRV001", "--no-frameworks", "--json"]) == 0
     import json
 
     finding = json.loads(capsys.readouterr().out)["findings"][0]
-    assert (finding["check_id"], finding["status"], finding["title"]) == (
-        "DRV001", "fail", "nvidia-smi printed something unreadable")
+    assert (finding["check_id"], finding["status"], finding["title"], finding["cannot_tell"]) == (
+        "DRV001", "skip", "nvidia-smi printed something gpudoctor cannot read", True)
     assert finding["evidence"][0]["excerpt"] == "hello, I am not nvidia-smi"
     assert finding["fix"]["kb_id"] == "smi_unreadable"
+    assert run(["check", "--only", "DRV001", "--no-frameworks", "--strict"]) == 1
+    text = capsys.readouterr().out
+    assert "Could not tell:" in text and "nvidia-smi printed something gpudoctor cannot read" in text
 
 
 def test_parse_smi_refuses_the_stubs_output(tmp_path, capsys):

@@ -115,6 +115,9 @@ def _diagnoses(diagnoses: List[Dict], findings: List[Dict]) -> List[str]:
 def _findings(findings: List[Dict]) -> List[str]:
     """The checks not already shown under a diagnosis: errors open, passes and skips collapsed."""
     out = []
+    unknown = [f for f in findings if f["status"] == "skip" and f.get("cannot_tell") and f.get("fix")]
+    if unknown:
+        out += ["<h2>Could not tell</h2>"] + [_finding(f) + _fix(f["fix"]) for f in unknown]
     errors = [f for f in findings if f["status"] == "error"]
     if errors:
         out += ["<h2>Checks that crashed</h2>"] + [_finding(f) for f in errors]

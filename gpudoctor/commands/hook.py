@@ -29,7 +29,25 @@ def _opt_flag(name, help_text, **kw):
     return click.option(name, default=None, help=help_text, **kw)
 
 
-@click.command("hook", epilog=EPILOG)
+def _npd_reason(message: str) -> None:
+    """node-problem-detector shows only stdout: with --npd, a usage or config error is said there too."""
+    from gpudoctor.hook.outcome import NPD_MAX_BYTES, reason_line
+
+    click.echo(reason_line([message], limit=NPD_MAX_BYTES))
+
+
+class _HookCommand(click.Command):
+    def parse_args(self, ctx, args):
+        npd = "--npd" in args  # before parsing: the bad option may be what stops the parse
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:
+            if npd:
+                _npd_reason(exc.format_message())
+            raise
+
+
+@click.command("hook", cls=_HookCommand, epilog=EPILOG)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GPUDOCTOR_HOOK_CONFIG",
               help="Requirements file (.toml, .json or .ini; keys are the flag names, e.g. min_driver). "
                    "Flags override it. [env: GPUDOCTOR_HOOK_CONFIG]")
@@ -77,22 +95,13 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
       GPUDOCTOR_SNAPSHOT=DIR gpudoctor hook -v    # judge a recorded machine
     """
     start = time.monotonic()
-    if npd and (as_json or verbose):  # node-problem-detector reads stdout as the message
-        raise InputError("--npd prints the verdict alone on stdout; leave out --json and -v")
-    # Reading a config file on a stuck mount must not hang the hook either: --timeout (if sane) bounds it too.
-    t = flags.get("timeout")
-    guard = _Watchdog((t if t and 0.5 <= t <= 600 else DEFAULT_TIMEOUT_S) + 1.5)
     try:
-        settings = _settings(config_path, snapshot, flags)
-    finally:
-        guard.cancel()
-    watchdog = _Watchdog(settings.timeout + 1.5)
-    try:
-        outcome, view = _judge(settings, start)
-        outcome.duration_s = time.monotonic() - start
-        _write_metrics(settings.prometheus, outcome, view)  # so is a stuck textfile directory
-    finally:
-        watchdog.cancel()
+        settings = _checked_settings(config_path, snapshot, npd, as_json, verbose, flags)
+        outcome, view = _watched_judgement(settings, start)
+    except InputError as exc:  # bad usage, config or snapshot
+        if npd:
+            _npd_reason(exc.format_message())
+        raise
     code = int(outcome.exit_code)
     try:
         _print(outcome, view, npd, as_json, verbose, color)
@@ -109,6 +118,29 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
     if outcome.line:  # last: the wrappers take stderr's last line as the drain reason
         click.echo(outcome.line, err=True)
     return code
+
+
+def _checked_settings(config_path, snapshot, npd, as_json, verbose, flags):
+    if npd and (as_json or verbose):  # node-problem-detector reads stdout as the message
+        raise InputError("--npd prints the verdict alone on stdout; leave out --json and -v")
+    # Reading a config file on a stuck mount must not hang the hook either: --timeout (if sane) bounds it too.
+    t = flags.get("timeout")
+    guard = _Watchdog((t if t and 0.5 <= t <= 600 else DEFAULT_TIMEOUT_S) + 1.5)
+    try:
+        return _settings(config_path, snapshot, flags)
+    finally:
+        guard.cancel()
+
+
+def _watched_judgement(settings, start):
+    watchdog = _Watchdog(settings.timeout + 1.5)
+    try:
+        outcome, view = _judge(settings, start)
+        outcome.duration_s = time.monotonic() - start
+        _write_metrics(settings.prometheus, outcome, view)  # so is a stuck textfile directory
+        return outcome, view
+    finally:
+        watchdog.cancel()
 
 
 def _settings(config_path, snapshot, flags):

@@ -76,8 +76,7 @@ def view(facts) -> Optional[MachineView]:
     for finding in report.findings:
         out.findings.setdefault(finding.check_id, finding)
     for place in PLACES:
-        try:
-            out.places[place] = bool(facts.get(place)["inside"])
-        except Exception:         # unknown here: neither place is ruled out
-            pass
+        where = facts.get(place)  # Container / Wsl; None: unknown here, so neither place is ruled out
+        if where is not None:
+            out.places[place] = bool(where.inside)
     return out

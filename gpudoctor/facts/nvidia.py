@@ -122,8 +122,11 @@ def kernel_module(f: Facts) -> KernelModule:
     sysver = f.snapshot.file("/sys/module/nvidia/version")
     if sysver.exists and sysver.content.strip():
         return KernelModule(sysver.content.strip(), None, sysver.content.strip(), "file:/sys/module/nvidia/version")
-    raise Missing(f"/proc/driver/nvidia/version could not be read ({rec.error}): "
-                  "the NVIDIA kernel module is not loaded, or this is a container or WSL")
+    if rec.error == "missing":  # read, and not there: no NVIDIA module is loaded in this kernel (an answer)
+        raise NotApplicable("/proc/driver/nvidia/version does not exist: no NVIDIA kernel module is loaded "
+                            "(or this is WSL, whose driver lives in Windows)")
+    raise Missing(f"/proc/driver/nvidia/version could not be read ({rec.error}): cannot tell whether the "
+                  "NVIDIA kernel module is loaded")
 
 
 @dataclass(frozen=True)

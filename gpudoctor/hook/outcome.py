@@ -73,7 +73,11 @@ def decide(findings: Sequence[Finding], diagnoses: Sequence = ()) -> Outcome:
     failed = [f for f in findings if verdict(f) == "problem"]
     if failed:
         return Outcome(HookExit.PROBLEM, _problem_reasons(failed, diagnoses), "", list(findings), list(diagnoses))
-    unknowns = list(dict.fromkeys(message(f) for f in findings if verdict(f) == "unknown"))
+    unsure = [f for f in findings if verdict(f) == "unknown"]
+    # A check that says it cannot tell, and what to do (a fix), is the reason; the skips of checks that
+    # merely lack the same facts follow from it.
+    unsure = [f for f in unsure if f.fix is not None] or unsure
+    unknowns = list(dict.fromkeys(message(f) for f in unsure))
     if unknowns:
         return Outcome(HookExit.UNKNOWN, unknowns, UNKNOWN_LEAD, list(findings), list(diagnoses))
     return Outcome(HookExit.OK, [], "", list(findings), list(diagnoses))

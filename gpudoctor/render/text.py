@@ -126,6 +126,14 @@ def render(report: Report, style: Style, verbose: bool = False) -> str:
         for n, d in enumerate(report.diagnoses, 1):
             lines += [""] + render_diagnosis(n, d, style, verbose)
         lines.append("")
+    unknown = report.could_not_tell()
+    if unknown:
+        lines.append(style.bold("Could not tell:"))
+        for f in unknown:
+            lines.extend(render_finding(f, style, verbose=True))
+            if f.fix is not None:
+                lines.extend(render_fix(f.fix, style))
+        lines.append("")
     errors = [f for f in report.findings if f.status is Status.ERROR]
     for f in errors:
         lines.extend(render_finding(f, style, verbose))
@@ -135,7 +143,7 @@ def render(report: Report, style: Style, verbose: bool = False) -> str:
         for f in passed:
             lines.extend(render_finding(f, style, verbose))
     if verbose:
-        skipped = [f for f in report.findings if f.status is Status.SKIP]
+        skipped = [f for f in report.findings if f.status is Status.SKIP and f not in unknown]
         if skipped:
             lines.append(style.bold("Skipped:"))
             for f in skipped:
