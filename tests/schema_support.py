@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import atexit
-import contextlib
 import gzip
 import hashlib
-import io
 import json
-import os
 import shutil
-import sys
 import tarfile
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
-from unittest import mock
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from gpudoctor import schemas
-from gpudoctor.cli import run
+from tests.conftest import invoke
 
 # The fields a fingerprint covers: what a document may and must hold, and the values it may take.
 # Descriptions, titles and bounds (minLength, pattern, minimum) can be refined without a new version.
@@ -60,18 +55,14 @@ def assert_valid(doc, name: str, what: str = "") -> None:
     assert not found, f"{what or name}: the output breaks {name}.schema.json:\n" + "\n".join(found[:10])
 
 
-def cli(*args, stdin: str = "") -> Tuple[int, str]:
+def cli(*args, stdin: str = "", env=None) -> Tuple[int, str]:
     """Run one gpudoctor command in this process: its exit code and what it printed on stdout."""
-    out = io.StringIO()
-    fake_in = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), \
-            mock.patch.object(sys, "stdin", fake_in):
-        code = run([str(a) for a in args])
-    return code, out.getvalue()
+    ran = invoke(*args, input=stdin, env=env)
+    return ran.returncode, ran.stdout
 
 
-def cli_json(*args, stdin: str = "") -> Tuple[int, Dict]:
-    code, out = cli(*args, stdin=stdin)
+def cli_json(*args, stdin: str = "", env=None) -> Tuple[int, Dict]:
+    code, out = cli(*args, stdin=stdin, env=env)
     assert out.endswith("\n") and out.strip(), f"gpudoctor {' '.join(map(str, args))} printed {out!r} (exit {code})"
     return code, json.loads(out)
 
@@ -86,10 +77,9 @@ def live_documents() -> Dict[str, Dict]:
     tmp = Path(tempfile.mkdtemp(prefix="gpudoctor-schemas-"))
     atexit.register(shutil.rmtree, tmp, True)
     env = planted_env(make_stubs(tmp / "bin"), tmp)
-    with mock.patch.dict(os.environ, env, clear=True):
-        _, snap = cli_json("snapshot", "--out", tmp / "snap", "--no-frameworks", "--json")
-        _, bundle = cli_json("bundle", "--anonymize", "--no-frameworks", "--root", make_root(tmp / "root"),
-                             "-o", tmp / "bundle.tar.gz", "--json")
+    _, snap = cli_json("snapshot", "--out", tmp / "snap", "--no-frameworks", "--json", env=env)
+    _, bundle = cli_json("bundle", "--anonymize", "--no-frameworks", "--root", make_root(tmp / "root"),
+                         "-o", tmp / "bundle.tar.gz", "--json", env=env)
     inside = _members(bundle["bundle"], ("manifest.json", "report.json", "snapshot/snapshot.json"))
     return {"snapshot-summary": snap, "snapshot": json.loads((tmp / "snap" / "snapshot.json").read_text()),
             "bundle-summary": bundle, "bundle": inside["manifest.json"], "bundle-report": inside["report.json"],
