@@ -13,6 +13,8 @@ import click
 from gpudoctor.commands.common import TIMEOUT_SECONDS, InputError, Progress, json_option, python_option
 from gpudoctor.exitcodes import ExitCode
 
+SCHEMA = "gpudoctor.bundle-summary/1"  # the --json summary; manifest.json is gpudoctor.bundle/1
+
 
 def default_name(host: str) -> str:
     host = re.sub(r"[^A-Za-z0-9._-]", "_", host)[:64] or "unknown"
@@ -123,7 +125,7 @@ def _print(result, as_json: bool, dumps) -> None:
     secrets = result.redactions.get("secrets", {})
     pseudonyms = result.redactions.get("pseudonyms", {})
     if as_json:
-        click.echo(dumps({"bundle": os.path.abspath(result.path), "size_bytes": result.size,
+        click.echo(dumps({"schema": SCHEMA, "bundle": os.path.abspath(result.path), "size_bytes": result.size,
                           "members": result.members, "anonymized": result.anonymized,
                           "redactions": result.redactions, "report_summary": result.summary,
                           "duration_s": result.duration_s,

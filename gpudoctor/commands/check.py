@@ -10,6 +10,8 @@ from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, Progress, co
                                        load_snapshot, python_option, quiet_closed_stdout, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
+LIST_SCHEMA = "gpudoctor.checks/1"  # --list-checks --json (gpudoctor/schemas/checks.schema.json)
+
 
 def live_snapshot(python, timeout, root="/", frameworks=True, progress=None):
     from gpudoctor.probes.collect import CollectOptions, collect
@@ -28,7 +30,7 @@ def _list_checks(as_json: bool) -> None:
 
     checks, problems = load_checks()
     if as_json:
-        click.echo(dumps({"checks": [c.info() for c in checks],
+        click.echo(dumps({"schema": LIST_SCHEMA, "checks": [c.info() for c in checks],
                           "plugin_problems": [p.to_dict() for p in problems]}), nl=False)
         return
     for c in checks:

@@ -10,6 +10,8 @@ import click
 from gpudoctor.commands.common import TIMEOUT_SECONDS, InputError, Progress, json_option, python_option
 from gpudoctor.exitcodes import ExitCode
 
+SCHEMA = "gpudoctor.snapshot-summary/1"  # the --json summary (gpudoctor/schemas/snapshot-summary.schema.json)
+
 
 @click.command("snapshot")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
@@ -58,7 +60,7 @@ def command(out, python, timeout, no_frameworks, as_json):
             raise InputError(f"{out}: cannot write the snapshot ({exc.strerror or exc})") from None
         finally:
             stage.discard()  # a no-op once committed
-    summary = {"snapshot": os.path.abspath(out), "commands": len(snap.commands),
+    summary = {"schema": SCHEMA, "snapshot": os.path.abspath(out), "commands": len(snap.commands),
                "files": sum(1 for r in snap.files.values() if r.exists),
                "frameworks": sorted(snap.frameworks), "duration_s": snap.meta.get("duration_s")}
     if as_json:
