@@ -71,7 +71,9 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
         title, fix = _not_loaded(f)
         return fail(title, evidence=[cmd_ev] + signs, fix=fix)
     if said is not None:
-        return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family)
+        # A lost GPU's Xid 79 in the kernel log (XID002) names the GPU and NVIDIA's action: it leads.
+        return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family,
+                    symptom_of=("XID002",) if said.id == "gpu_lost" else ())
     if code:
         fix = recipe(code.recipe, f, exit_code=code.code, meaning=code.meaning) if code.recipe else None
         return fail(f"nvidia-smi exited {code.code}: {code.meaning}", evidence=[cmd_ev] + signs, fix=fix)

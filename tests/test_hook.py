@@ -243,9 +243,19 @@ def test_unprobed_frameworks_leave_the_framework_checks_unknown(tmp_path, capsys
     ("fw-tf-missing-libcudnn", ["--cuda", "12.2"], 0, ""),
 ])
 def test_core_scenarios(capsys, name, args, code, reason):
+    # These recordings predate the kernel-log and fabric-manager probes: judged without them, as asked.
     path = SCENARIOS / name / "snapshot"
-    got, _, err = hook(capsys, "--snapshot", str(path), *args)
+    got, _, err = hook(capsys, "--snapshot", str(path), *args, "--drain-xid-actions", "none", "--no-fabric-manager")
     assert (got, err) == (code, reason)
+
+
+def test_a_recording_without_the_kernel_log_cannot_tell_about_xids(capsys):
+    path = SCENARIOS / "core-8gpu-server" / "snapshot"
+    got, _, err = hook(capsys, "--snapshot", str(path), "--gpus", "8", "--no-fabric-manager")
+    assert (got, err) == (2, "gpudoctor: cannot tell: the kernel log was not recorded in this snapshot\n")
+    got, _, err = hook(capsys, "--snapshot", str(path), "--gpus", "8", "--drain-xid-actions", "none")
+    assert (got, err) == (2, "gpudoctor: cannot tell: fabric manager state unknown: the fabric manager state "
+                             "was not recorded in this snapshot\n")
 
 
 # --- outputs ------------------------------------------------------------------------------
@@ -270,7 +280,8 @@ def test_json_lists_every_check_the_hook_ran(tmp_path, capsys):
     assert code == 1 and data["schema"] == "gpudoctor.hook/2"
     assert (data["state"], data["exit_code"]) == ("problem", 1)
     assert data["reason"] == "gpudoctor: 1 of 2 GPUs visible"
-    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "NOD001"]
+    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "NOD001", "XID001", "XID002", "XID003",
+                                                    "XID004", "SXID001", "FAB001"]
     assert [d["cause"]["check_id"] for d in data["diagnoses"]] == ["NOD001"]
     assert data["node"]["hostname"] == "gpu017" and data["node"]["driver_version"] == "535.86.05"
 

@@ -50,6 +50,13 @@ def _opt_flag(name, help_text, **kw):
 @click.option("--pending-retirement/--ignore-pending-retirement", "pending_retirement", default=None,
               help="Fail on retired pages or row remaps waiting for a GPU reset (default: on).")
 @_opt_flag("--max-temp", "Hottest acceptable GPU temperature in degrees C.", type=int, metavar="C")
+@_opt_flag("--drain-xid-actions", "Xids in the kernel log since boot whose NVIDIA action (Xid catalog) is one of "
+                                  "these fail the node: comma-separated, or none to skip the kernel log.  "
+                                  "[default: RESET_GPU,RESTART_BM,CONTACT_SUPPORT]", metavar="ACTIONS")
+@click.option("--fabric-manager/--no-fabric-manager", "fabric_manager", default=None,
+              help="On NVSwitch systems, require the fabric manager running at the driver's version (default: on).")
+@click.option("--nvlink/--no-nvlink", "nvlink", default=None,
+              help="Require every NVLink up and no NVLink error counter growing.")
 @_opt_flag("--timeout", "Seconds the whole run may take; a hung nvidia-smi is a problem.  [default: 10]",
            type=float, metavar="SECONDS")
 @_opt_flag("--python", "The interpreter jobs use, whose torch/TensorFlow builds are read "
