@@ -39,7 +39,8 @@ def _from_devices(f: Facts) -> Optional[NvSwitchSystem]:
         if ids and switches.switch_device(ids[-1]):
             return NvSwitchSystem("command:lspci", f"{line.strip()} ({switches.switch_device(ids[-1])})")
     events = f.get("kernel_events") or ()
-    probe = next((e for e in events if e.kind == "switch" and switches.switch_device(e.detail or "")), None)
+    probe = next((e for e in events if e.kind == "sxid" or (e.kind == "switch" and switches.switch_device(e.detail or ""))),
+                 None)
     if probe is not None:
         return NvSwitchSystem(f["kernel_log"].source, probe.text.strip())
     return None
