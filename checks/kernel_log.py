@@ -48,7 +48,7 @@ def _finding(f: Facts, fault, kind: str):
         make = fail
     else:
         make = ok if fault.klass == "informational" else warn
-    gpu_id = fault.gpu_index if fault.gpu_index is not None else fault.device.rsplit(" ", 1)[-1]
+    gpu_id = fault.gpu_index if fault.gpu_index is not None else (f"{fault.pci}.0" if fault.pci else None)
     fix = recipe(RECIPES[kind], f, xid=fault.what, gpu=fault.device, gpu_id=gpu_id, action=fault.bucket)
     return make(title, subject=fault.device, detail=_detail(fault), evidence=evidence, fix=fix,
                 family=FAMILIES.get(fault.klass, "xid_or_hardware"), symptom_of=SYMPTOM_OF.get(kind, ()))

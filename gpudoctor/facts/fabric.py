@@ -97,8 +97,11 @@ def _fm_version(f: Facts) -> Tuple[Optional[str], str]:
     res = f.snapshot.command("fabricmanager_version")
     if res is None or not res.ran or res.timed_out:
         return None, res.describe() if res is not None else "`nv-fabricmanager --version` was not recorded"
-    m = re.search(r"version is\s*:?\s*(\d+\.\d+(?:\.\d+)?)", res.stdout + res.stderr, re.IGNORECASE)
-    return (m.group(1), m.group(0)) if m else (None, res.describe())
+    for line in (res.stdout + "\n" + res.stderr).splitlines():  # "Fabric Manager version is : 525.60.13"
+        m = re.search(r"version is\s*:?\s*(\d+\.\d+(?:\.\d+)?)", line, re.IGNORECASE)
+        if m:
+            return m.group(1), line.strip()
+    return None, res.describe()
 
 
 @fact("fabric_manager")

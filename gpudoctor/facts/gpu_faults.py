@@ -38,6 +38,7 @@ class GpuFault:
     lines: Tuple[str, ...]       # its first and (when more) its last line
     cleared: Optional[str]       # why it no longer applies; None while it stands
     code: Optional[int] = None   # the Xid or SXid number
+    pci: Optional[str] = None    # the GPU's PCI address as the log names it ("0000:9b:00"); None for SXids
 
 
 def _devices(f: Facts) -> Dict[str, Tuple[str, int]]:
@@ -113,4 +114,4 @@ def _fault(f: Facts, key: Tuple, group: List[KernelEvent], events, devices) -> G
     nvidia = info.immediate if info else (catalog.acts_as(79) if kind == "lost" else None)
     lines = (first.text,) if first is last else (first.text, last.text)
     return GpuFault(what, name, label, index, bucket, nvidia, catalog.bucket(bucket).klass, len(group), lines,
-                    _cleared(f, first, last, events, bucket), code)
+                    _cleared(f, first, last, events, bucket), code, pci)

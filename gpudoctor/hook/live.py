@@ -31,8 +31,9 @@ MARGIN_S = 0.25
 
 
 def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = None,
-           req: Requirements = Requirements()) -> Snapshot:
-    """A minimal live snapshot; never runs past ``deadline`` (a ``time.monotonic()`` value)."""
+           req: Requirements = Requirements(), root: str = "/") -> Snapshot:
+    """A minimal live snapshot; never runs past ``deadline`` (a ``time.monotonic()`` value).
+    ``root``: where /dev/kmsg and /dev are read (a test's folder; "/" on a node)."""
     frameworks = req.needs_frameworks()
     snap = Snapshot(meta={"gpudoctor_version": gpudoctor.__version__, "hostname": socket.gethostname(),
                           "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -42,7 +43,7 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
     if frameworks:
         worker = threading.Thread(target=_frameworks, args=(box, python, environ, deadline), daemon=True)
         worker.start()
-    side = _side_commands(snap, environ, deadline, req)
+    side = _side_commands(snap, environ, deadline, req, root)
     budget = max(0.1, deadline - time.monotonic() - MARGIN_S)
     snap.commands["nvidia_smi_xml"] = commands.run_command("nvidia_smi_xml", environ, budget)
     pids = _gpu_pids(snap.commands["nvidia_smi_xml"])
@@ -64,22 +65,24 @@ FABRIC_COMMANDS = ("fabricmanager_active", "fabricmanager_version")
 NVLINK_COMMANDS = ("nvidia_smi_nvlink_s", "nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later")
 
 
-def _side_commands(snap: Snapshot, environ: Mapping[str, str], deadline: float, req: Requirements) -> Dict:
+def _side_commands(snap: Snapshot, environ: Mapping[str, str], deadline: float, req: Requirements,
+                   root: str) -> Dict:
     """Record /dev/kmsg now and start the other commands the selected checks read, each in a thread."""
     keys = []
     if req.drain_xid_actions:
-        snap.files[kernel_log.KMSG] = kernel_log.read_kmsg("/", deadline - MARGIN_S)
+        snap.files[kernel_log.KMSG] = kernel_log.read_kmsg(root, deadline - MARGIN_S)
         if not snap.files[kernel_log.KMSG].exists:  # refused (kernel.dmesg_restrict): the journal may be readable
             keys.append("kernel_journal")
     if req.fabric_manager:
         keys += FABRIC_COMMANDS
-        snap.listings["/dev"] = files.collect_listings("/").get("/dev", [])  # NVSwitch device nodes
+        snap.listings["/dev"] = files.collect_listings(root).get("/dev", [])  # NVSwitch device nodes
     if req.nvlink:
         keys += NVLINK_COMMANDS
     threads = {}
     for key in keys:
-        threads[key] = threading.Thread(target=_run_into, args=(snap.commands, key, environ, deadline), daemon=True)
-        threads[key].start()
+        threads[key] = (threading.Thread(target=_run_into, args=(snap.commands, key, environ, deadline), daemon=True),
+                        time.monotonic())
+        threads[key][0].start()
     return threads
 
 
@@ -91,11 +94,11 @@ def _join(threads: Dict, snap: Snapshot, deadline: float) -> None:
     """Wait for the side commands until the deadline; one still running is recorded as timed out."""
     from gpudoctor.runner import CommandResult
 
-    for key, thread in threads.items():
+    for key, (thread, started) in threads.items():
         thread.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
         if thread.is_alive() or key not in snap.commands:
             snap.commands[key] = CommandResult(commands.COMMANDS[key], timed_out=True,
-                                               duration_s=round(max(0.0, deadline - time.monotonic()), 1))
+                                               duration_s=round(time.monotonic() - started, 1))
 
 
 def _gpu_pids(result) -> Optional[list]:

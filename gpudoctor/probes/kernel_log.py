@@ -24,7 +24,10 @@ from gpudoctor.snapshot import FileRecord
 
 KMSG = "/dev/kmsg"
 COMMAND_KEYS = ("kernel_journal", "kernel_dmesg")
-NVIDIA_LINE = re.compile(r"NVRM|\bS?Xid\b|nvidia|nvswitch|fallen off the bus", re.IGNORECASE)
+# The driver's own messages: NVRM, Xid/SXid, and lines its modules prefix with their name ("nvidia-nvswitch0:",
+# "nvidia_uvm:", "nvidia 0000:18:00.0:"); not every line that mentions a path with "nvidia" in it.
+NVIDIA_LINE = re.compile(r"NVRM|\bS?Xid\b|\bnvidia(?:[-_][a-z]+\d*)?(?::| [0-9a-f]{4}:)|fallen off the bus",
+                         re.IGNORECASE)
 KMSG_DICT_LINE = re.compile(r"^ [A-Z_]+=")  # a record's " SUBSYSTEM=pci" dictionary lines
 MAX_LINES = 5000
 MAX_LINE_CHARS = 1000
