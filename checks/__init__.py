@@ -28,6 +28,8 @@ MODULES = (
     "gpudoctor_checks.tf_memory",
     "gpudoctor_checks.node",
     "gpudoctor_checks.processes",
+    "gpudoctor_checks.kernel_log",
+    "gpudoctor_checks.fabric",
 )
 
 

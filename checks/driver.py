@@ -6,7 +6,7 @@ import re
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import SMI_FORMATS, first_line, recorded_smi_key, smi_failure
+from gpudoctor.facts.nvidia import expected_format, first_line, recorded_smi_key, smi_failure
 from gpudoctor.findings import Evidence, fail, ok, unknown, warn
 from gpudoctor.knowledge.smi_codes import smi_exit_code
 from gpudoctor.knowledge.smi_failures import classify
@@ -68,7 +68,7 @@ def _unreadable(f: Facts, res) -> bool:
     from gpudoctor import smi
 
     try:
-        smi.parse(res.stdout, expect=SMI_FORMATS[recorded_smi_key(f)])
+        smi.parse(res.stdout, expect=expected_format(res.argv))
     except smi.SmiParseError:
         return True
     return False
@@ -89,7 +89,9 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
         title, fix = _not_loaded(f)
         return fail(title, evidence=[cmd_ev] + signs, fix=fix)
     if said is not None:
-        return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family)
+        # A lost GPU's Xid 79 in the kernel log (XID002) names the GPU and NVIDIA's action: it leads.
+        return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family,
+                    symptom_of=("XID002",) if said.id == "gpu_lost" else ())
     if code:
         fix = recipe(code.recipe, f, exit_code=code.code, meaning=code.meaning) if code.recipe else None
         return fail(f"nvidia-smi exited {code.code}: {code.meaning}", evidence=[cmd_ev] + signs, fix=fix)

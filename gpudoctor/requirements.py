@@ -27,6 +27,18 @@ class Requirements:
     pending_retirement: bool = True          # hook: judge memory errors waiting for a GPU reset
     max_temp: Optional[int] = None           # degrees C, on every GPU
     job_gpus: Optional[Tuple[str, ...]] = None  # the job's own GPUs (indices/UUIDs), when known
+    # Xids (kernel log since boot) whose NVIDIA resolution bucket drains the node; () = do not read the log.
+    drain_xid_actions: Tuple[str, ...] = ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT")
+    fabric_manager: bool = True              # hook: on NVSwitch systems the fabric manager runs, at the driver's version
+    nvlink: bool = False                     # hook: every NVLink up, no NVLink error counter growing
+
+    explicit: Tuple[str, ...] = ()            # the fields an administrator set (flags, config), not defaults
+
+    def strict(self, names) -> bool:
+        """Was one of these requirements set by the administrator (not just on by default)? A check that
+        cannot tell is then an unknown verdict; a default-on one that cannot tell is only not judged."""
+        defaults = Requirements()
+        return any(n in self.explicit or getattr(defaults, n) in (None, False, ()) for n in names)
 
     def asked(self, name: str) -> bool:
         value = getattr(self, name)
@@ -43,6 +55,7 @@ FLAGS = {
     "no_foreign_processes": "--no-foreign-processes", "allow_processes": "--allow-process",
     "allow_users": "--allow-user", "cuda": "--cuda", "persistence": "--persistence",
     "pending_retirement": "--pending-retirement", "max_temp": "--max-temp", "job_gpus": "SLURM_JOB_GPUS",
+    "drain_xid_actions": "--drain-xid-actions", "fabric_manager": "--fabric-manager", "nvlink": "--nvlink",
 }
 
-NAMES = tuple(f.name for f in fields(Requirements))
+NAMES = tuple(f.name for f in fields(Requirements) if f.name != "explicit")

@@ -150,17 +150,6 @@ def norm(path: str) -> str:
 _norm = norm
 
 
-def load(directory: str) -> Snapshot:
-    """Load a snapshot folder written by :meth:`Snapshot.save` (or built by hand).
-
-    A folder that holds a ``snapshot/`` sub-folder (a scenario fixture, an unpacked
-    bundle) is accepted too. The folder is untrusted: see :mod:`gpudoctor.snapshot_folder`.
-    """
-    from gpudoctor.snapshot_folder import load_folder
-
-    return load_folder(directory)
-
-
 # What each part of snapshot.json holds: a damaged or hand-edited file is refused here, by name,
 # instead of failing later inside a check. {section: type of each value, in words}
 _SECTION_VALUES = {"env": (str, "a string"), "frameworks": (dict, "an object"), "links": (dict, "an object"),

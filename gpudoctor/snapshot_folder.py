@@ -111,3 +111,9 @@ def _file(folder: confined.Folder, parts, path: str, budget) -> FileRecord:
         return FileRecord(path, error=str(exc))
     budget[0] -= len(raw)
     return FileRecord(path, content=raw.decode("utf-8", errors="replace"))
+
+
+def load(directory: str) -> Snapshot:
+    """Load a snapshot folder written by :meth:`Snapshot.save` (or built by hand). A folder that holds a
+    ``snapshot/`` sub-folder (a scenario fixture, an unpacked bundle) is accepted too."""
+    return load_folder(directory)

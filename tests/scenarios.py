@@ -8,7 +8,7 @@ from pathlib import Path
 from gpudoctor.render.style import Style
 from gpudoctor.render.text import render_finding
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "fixtures" / "scenarios"

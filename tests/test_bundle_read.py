@@ -9,7 +9,8 @@ import pytest
 
 from gpudoctor.bundle.read import Limits, load_bundle
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import SnapshotError, load
+from gpudoctor.snapshot import SnapshotError
+from gpudoctor.snapshot_folder import load
 from tests.bundle_support import ROOT, file_info, folder_bundle, run_cli, tar_gz
 
 SCENARIO = ROOT / "fixtures" / "scenarios" / "core-a100-mig" / "snapshot"

@@ -18,7 +18,8 @@ from gpudoctor.bundle.read import load_bundle
 from gpudoctor.bundle.redact import SecretRedactor, is_secret_name
 from gpudoctor.bundle.sanitize import Sanitizer
 from gpudoctor.facts import Facts
-from gpudoctor.snapshot import Snapshot, load
+from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot_folder import load
 from tests.bundle_support import (ALL_SECRETS, GPU_SERIAL, GPU_UUID, HOST, IDENTIFIERS, IPS, MACS,
                                   PIP_PASSWORD, ROOT, SECRETS, make_root, make_stubs, members, planted_env,
                                   raw_tar, run_cli)

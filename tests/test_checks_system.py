@@ -234,7 +234,7 @@ def test_wsl_linux_driver_seen_only_in_loader_cache_still_fails():
 
 
 def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
     from gpudoctor_checks.gpu_health import gpu_inforom
 
     (finding,) = run_one(gpu_inforom, Facts(load(str(SCENARIOS / "sys-inforom-corrupted"))))
@@ -242,7 +242,7 @@ def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
 
 
 def test_mismatch_fix_is_given_once():
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
 
     report = __import__("gpudoctor.report", fromlist=["build_report"]).build_report(
         load(str(SCENARIOS / "sys-driver-library-mismatch")))

@@ -13,7 +13,7 @@ import pytest
 
 from gpudoctor.probes.collect import CollectOptions, collect
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.conftest import ROOT, invoke
 from tests.scenarios import SCENARIOS
 

@@ -13,7 +13,7 @@ from gpudoctor.explain import catalog, differential
 from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.context import Context
 from gpudoctor.facts import Facts
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SMI = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "

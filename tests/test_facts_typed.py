@@ -11,7 +11,7 @@ import pytest
 from gpudoctor.facts import Facts, Missing, known_facts
 from gpudoctor.facts.frameworks import FrameworkProbe
 from gpudoctor.facts.modprobe import MaskedFile
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.builders import snap
 from tests.scenarios import ROOT, scenario_dirs
 

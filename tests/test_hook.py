@@ -244,9 +244,22 @@ def test_unprobed_frameworks_leave_the_framework_checks_unknown(tmp_path, capsys
     ("fw-tf-missing-libcudnn", ["--cuda", "12.2"], 0, ""),
 ])
 def test_core_scenarios(capsys, name, args, code, reason):
+    # These recordings predate the kernel-log and fabric-manager probes: judged without them, as asked.
     path = SCENARIOS / name / "snapshot"
-    got, _, err = hook(capsys, "--snapshot", str(path), *args)
+    got, _, err = hook(capsys, "--snapshot", str(path), *args, "--drain-xid-actions", "none", "--no-fabric-manager")
     assert (got, err) == (code, reason)
+
+
+def test_a_recording_without_the_kernel_log_cannot_tell_about_xids(capsys):
+    path = SCENARIOS / "core-8gpu-server" / "snapshot"
+    # Asked for explicitly, as a Prolog's config would: then a missing log is "cannot tell".
+    got, _, err = hook(capsys, "--snapshot", str(path), "--gpus", "8", "--no-fabric-manager",
+                       "--drain-xid-actions", "RESET_GPU,RESTART_BM,CONTACT_SUPPORT")
+    assert (got, err) == (2, "gpudoctor: cannot tell: the kernel log was not recorded in this snapshot\n")
+    got, _, err = hook(capsys, "--snapshot", str(path), "--gpus", "8", "--drain-xid-actions", "none",
+                       "--fabric-manager")
+    assert (got, err) == (2, "gpudoctor: cannot tell: fabric manager state unknown: the fabric manager state "
+                             "was not recorded in this snapshot\n")
 
 
 # --- outputs ------------------------------------------------------------------------------
@@ -271,7 +284,8 @@ def test_json_lists_every_check_the_hook_ran(tmp_path, capsys):
     assert code == 1 and data["schema"] == "gpudoctor.hook/2"
     assert (data["state"], data["exit_code"]) == ("problem", 1)
     assert data["reason"] == "gpudoctor: 1 of 2 GPUs visible"
-    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "NOD001"]
+    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "NOD001", "XID001", "XID002", "XID003",
+                                                    "XID004", "SXID001", "FAB001"]
     assert [d["cause"]["check_id"] for d in data["diagnoses"]] == ["NOD001"]
     assert data["node"]["hostname"] == "gpu017" and data["node"]["driver_version"] == "535.86.05"
 
@@ -338,7 +352,8 @@ def test_live_hook_runs_only_nvidia_smi(stub_bin, tmp_path, monkeypatch, capsys)
     log = tmp_path / "calls"
     stub_bin("nvidia-smi", f'echo "$@" >> {log}\ncat {hs.XML / hs.HEALTHY}')
     monkeypatch.setenv("PATH", f"{stub_bin.dir}:{os.environ['PATH']}")
-    code, out, err = hook(capsys, "--gpus", "1", "--min-driver", "535")
+    code, out, err = hook(capsys, "--gpus", "1", "--min-driver", "535", "--drain-xid-actions", "none",
+                          "--no-fabric-manager")
     assert (code, out, err) == (0, "", "")
     assert log.read_text() == "-q -x\n"
 
@@ -425,3 +440,115 @@ def test_a_hook_stuck_in_itself_is_ended_by_its_watchdog_as_unknown(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == ("gpudoctor: internal error, not judging this node: the hook did not finish "
                            "within 2.5s\n")
+
+
+# --- live: the kernel log, the fabric manager and NVLink (stub commands, a test root) -------------
+
+XID79_KMSG = ("4,812,6781741548779,-;NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+              "off the bus.\n")  # the gpud sxid README's line, in /dev/kmsg's format
+XID119 = ("[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s "
+          "of waiting for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).")  # gpud testdata
+
+
+@pytest.fixture
+def live_root(tmp_path, monkeypatch):
+    """The live hook reading /dev/kmsg and /dev below a test folder instead of /."""
+    import functools
+
+    from gpudoctor.hook import live
+
+    root = tmp_path / "root"
+    (root / "dev").mkdir(parents=True)
+    monkeypatch.setattr(live, "record", functools.partial(live.record, root=str(root)))
+    return root
+
+
+def _path(monkeypatch, stub_bin):
+    monkeypatch.setenv("PATH", f"{stub_bin.dir}:{os.environ['PATH']}")
+
+
+def test_live_hook_drains_on_an_xid_in_kmsg(stub_bin, live_root, monkeypatch, capsys):
+    (live_root / "dev" / "kmsg").write_text("6,0,0,-;Linux version 6.8.0\n" + XID79_KMSG)
+    journal = live_root / "journal-ran"
+    stub_bin("nvidia-smi", f"cat {hs.XML / hs.HEALTHY}")
+    stub_bin("journalctl", f"touch {journal}")
+    _path(monkeypatch, stub_bin)
+    code, out, err = hook(capsys, "--no-fabric-manager")
+    assert (code, out) == (1, "")
+    assert err == "gpudoctor: Xid 79 on GPU at PCI 0000:91:00: GPU has fallen off the bus; action RESTART_BM\n"
+    assert not journal.exists()  # /dev/kmsg was readable: no journalctl
+    code, _, err = hook(capsys, "--no-fabric-manager", "--drain-xid-actions", "RESET_GPU")
+    assert code == 0  # warned, not drained: this node drains on GPU resets only
+
+
+def test_live_hook_falls_back_to_the_journal_when_kmsg_is_refused(stub_bin, live_root, monkeypatch, capsys):
+    stub_bin("nvidia-smi", f"cat {hs.XML / hs.HEALTHY}")
+    stub_bin("journalctl", f"echo '[    0.000000] node kernel: Linux version 6.8.0'\necho '{XID119}'")
+    _path(monkeypatch, stub_bin)
+    code, _, err = hook(capsys, "--no-fabric-manager")  # no dev/kmsg under the test root
+    assert (code, err) == (1, "gpudoctor: Xid 119 on GPU at PCI 0000:9b:00: GSP RPC Timeout; action RESET_GPU\n")
+
+
+def test_a_slow_journal_cannot_make_the_hook_late(stub_bin, live_root, monkeypatch, capsys):
+    pidfile = live_root / "pid"
+    stub_bin("nvidia-smi", f"cat {hs.XML / hs.HEALTHY}")
+    stub_bin("journalctl", f"echo $$ > {pidfile}\nexec sleep 60")
+    _path(monkeypatch, stub_bin)
+    start = time.monotonic()
+    code, _, err = hook(capsys, "--no-fabric-manager", "--timeout", "1.5", "--drain-xid-actions", "RESET_GPU")
+    assert time.monotonic() - start < 2.5
+    assert code == HookExit.UNKNOWN and err.startswith("gpudoctor: cannot tell: the kernel log could not be read (")
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
+
+
+def test_live_hook_checks_the_fabric_manager_of_an_nvswitch_node(stub_bin, live_root, monkeypatch, capsys):
+    (live_root / "dev" / "kmsg").write_text("6,0,0,-;Linux version 6.8.0\n")
+    (live_root / "dev" / "nvidia-nvswitch0").write_text("")
+    stub_bin("nvidia-smi", f"cat {hs.XML / hs.HEALTHY}")
+    stub_bin("systemctl", "echo inactive\nexit 3")
+    stub_bin("nv-fabricmanager", "echo 'Fabric Manager version is : 535.161.08'")
+    _path(monkeypatch, stub_bin)
+    code, _, err = hook(capsys)
+    assert (code, err) == (1, "gpudoctor: nvidia-fabricmanager is inactive: CUDA fails with error 802 "
+                              "system not yet initialized\n")  # the reason drops quotes: it goes into drain reasons
+    code, _, err = hook(capsys, "--no-fabric-manager")
+    assert (code, err) == (0, "")
+
+
+def test_live_hook_reads_nvlink_errors_twice_when_asked(stub_bin, live_root, monkeypatch, capsys):
+    (live_root / "dev" / "kmsg").write_text("6,0,0,-;Linux version 6.8.0\n")
+    calls = live_root / "calls"
+    h100_e = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n"
+              "         Link 0: Replay Errors: 0\n         Link 0: Recovery Errors: 0\n         Link 0: CRC Errors: 0\n")
+    stub_bin("nvidia-smi", f'echo "$* $(date +%s.%N)" >> {calls}\n'
+                           f'case "$*" in\n  "nvlink -e") printf "%s" "{h100_e}";;\n'
+                           f'  "nvlink -s") printf "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\n\\t Link 0: <inactive>\\n";;\n'
+                           f'  *) cat {hs.XML / hs.HEALTHY};;\nesac')
+    _path(monkeypatch, stub_bin)
+    code, _, err = hook(capsys, "--nvlink", "--no-fabric-manager")
+    assert (code, err) == (1, "gpudoctor: NVLink down: GPU 0: link 0 down\n")
+    seen = [line.rsplit(" ", 1) for line in calls.read_text().splitlines()]
+    assert sorted(args for args, _ in seen) == ["-q -x", "nvlink -e", "nvlink -e", "nvlink -s"]
+    e_at = sorted(float(t) for args, t in seen if args == "nvlink -e")
+    assert 0.9 < e_at[1] - e_at[0] < 3
+
+
+@pytest.mark.parametrize("args, code", [
+    ([], 0),                                                  # Xid and fabric manager on by default: not judged
+    (["--drain-xid-actions", "RESET_GPU,RESTART_BM"], 2),     # asked for: a log that cannot be read is unknown
+    (["--fabric-manager"], 2),
+])
+def test_default_on_requirements_never_make_an_unreadable_fact_unknown(capsys, args, code):
+    # The 8x H100 recording has neither a kernel log nor the fabric manager's state.
+    got, _, err = hook(capsys, "--snapshot", str(SCENARIOS / "core-8gpu-server" / "snapshot"), *args)
+    assert got == code, err
+    if code:
+        assert err.startswith("gpudoctor: cannot tell: ")
+
+
+def test_a_config_file_that_sets_a_default_on_requirement_makes_it_strict(tmp_path, capsys):
+    conf = tmp_path / "hook.toml"
+    conf.write_text('drain_xid_actions = "RESET_GPU"\n')
+    got, _, err = hook(capsys, "--snapshot", str(SCENARIOS / "core-8gpu-server" / "snapshot"), "--config", str(conf))
+    assert got == 2 and "kernel log" in err

@@ -105,3 +105,20 @@ def test_defaults():
     s = Settings()
     assert s.timeout == 10.0 and s.requirements.pending_retirement is True
     assert not s.requirements.needs_frameworks()
+
+
+def test_xid_actions_fabric_manager_and_nvlink_settings(tmp_path):
+    path = tmp_path / "hook.toml"
+    path.write_text('[hook]\ndrain_xid_actions = ["reset_gpu", "RESTART_BM"]\nfabric_manager = false\nnvlink = true\n')
+    r = merge(read_file(str(path)), {}).requirements
+    assert (r.drain_xid_actions, r.fabric_manager, r.nvlink) == (("RESET_GPU", "RESTART_BM"), False, True)
+    ini = tmp_path / "hook.ini"
+    ini.write_text("[hook]\ndrain_xid_actions = none\n")
+    assert merge(read_file(str(ini)), {}).requirements.drain_xid_actions == ()
+    # The flag wins over the file; the default drains what needs a reset, a reboot or NVIDIA.
+    assert merge(read_file(str(path)), {"drain_xid_actions": "RESTART_APP"}).requirements.drain_xid_actions == \
+        ("RESTART_APP",)
+    assert Requirements().drain_xid_actions == ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT")
+    with pytest.raises(ConfigError) as exc:
+        merge({"drain_xid_actions": "RESET_GPU,REBOOT"}, {})
+    assert "drain_xid_actions: unknown Xid action 'REBOOT' (known: " in str(exc.value)

@@ -12,7 +12,7 @@ from gpudoctor.cli import run
 from gpudoctor.engine import run_checks
 from gpudoctor.hook.job import Job, cuda_gpus, for_job, job_from_environ, slurm_gpus
 from gpudoctor.requirements import Requirements
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from gpudoctor_checks.processes import foreign_processes
 from tests import hook_snapshots as hs
 

@@ -14,7 +14,8 @@ import tracemalloc
 import pytest
 
 from gpudoctor.runner import MAX_OUTPUT_BYTES
-from gpudoctor.snapshot import MAX_FILE_BYTES, SnapshotError, load
+from gpudoctor.snapshot import MAX_FILE_BYTES, SnapshotError
+from gpudoctor.snapshot_folder import load
 from gpudoctor.snapshot_folder import MAX_JSON_BYTES, load_folder
 from tests.conftest import run_gpudoctor
 from tests.scenarios import SCENARIOS

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpudoctor.bundle.html import fix_blocks, render
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 

@@ -16,16 +16,18 @@ import pytest
 from gpudoctor.cli import main
 from gpudoctor.hook.config import merge
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.scenarios import scenario_dirs
 
 DIRS = scenario_dirs()
-# Requirement sets: none; the framework checks (--cuda); every node threshold at once.
+# Requirement sets: none; the framework checks (--cuda); every node threshold at once; the kernel log and NVLink.
 REQUIREMENTS = {
     "default": {},
     "cuda": {"cuda": "11.8", "gpus": 1},
     "thresholds": {"gpus": 2, "min_driver": "530", "max_temp": 60, "persistence": True,
                    "min_free_mem": "8GiB", "no_foreign_processes": True},
+    # The kernel log with application Xids draining too, and NVLink; the fabric manager is on by default.
+    "node": {"drain_xid_actions": "RESET_GPU,RESTART_BM,CONTACT_SUPPORT,RESTART_APP", "nvlink": True},
 }
 
 

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from gpudoctor.recipes import recipe
-from gpudoctor.snapshot import SnapshotError, load
+from gpudoctor.snapshot import SnapshotError
+from gpudoctor.snapshot_folder import load
 from tests.conftest import ROOT, gpudoctor_argv, invoke, run_gpudoctor
 from tests.scenarios import SCENARIOS, report_for
 

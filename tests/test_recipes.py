@@ -10,7 +10,7 @@ import pytest
 
 from gpudoctor import recipes
 from gpudoctor.facts.system import OsRelease
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.scenarios import SCENARIOS
 
 RECIPES = sorted(recipes.all_recipes())

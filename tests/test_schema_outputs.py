@@ -277,7 +277,7 @@ def test_the_report_and_snapshot_inside_a_bundle():
 
 def test_a_snapshot_folder_saved_again_still_conforms(tmp_path):
     """snapshot.json as gpudoctor writes it (links included), from a replayed scenario."""
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
 
     src = ROOT / "fixtures" / "scenarios" / "sys-two-toolkits-path-mismatch" / "snapshot"
     load(str(src)).save(str(tmp_path / "again"))

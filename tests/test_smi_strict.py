@@ -112,3 +112,16 @@ def test_parse_smi_refuses_the_stubs_output(tmp_path, capsys):
     assert run(["parse-smi", str(path)]) == 2
     assert capsys.readouterr().err == (f"gpudoctor: {path}: no nvidia-smi output recognised "
                                        "(not XML, table, -q, -L or CSV)\n")
+
+
+@pytest.mark.parametrize("argv, fmt", [
+    (("nvidia-smi", "-q", "-x"), "xml"), (("nvidia-smi", "-q"), "query"), (("nvidia-smi", "-L"), "list"),
+    (("nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv"), "csv"), (("nvidia-smi",), "table"),
+])
+def test_the_expected_format_follows_the_recorded_command_line(argv, fmt):
+    from gpudoctor.facts.nvidia import expected_format
+    from gpudoctor.probes.commands import COMMANDS
+
+    assert expected_format(argv) == fmt
+    # Every nvidia-smi command gpudoctor records maps to the parser that reads what it prints.
+    assert expected_format(COMMANDS["nvidia_smi_query"]) == "csv"

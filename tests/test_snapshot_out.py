@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.bundle_support import ROOT, make_stubs, planted_env, run_cli
 
 

@@ -25,7 +25,8 @@ from gpudoctor.bundle.redact import SecretRedactor, secret_env
 from gpudoctor.bundle.sanitize import Sanitizer, snapshot_texts
 from gpudoctor.bundle.write import AtomicFile, Cleanup, Member, write_archive
 from gpudoctor.runner import CommandResult
-from gpudoctor.snapshot import Snapshot, load
+from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot_folder import load
 
 Note = Callable[[str, str], None]
 

@@ -20,7 +20,8 @@ from typing import Dict, Iterator, List, Tuple
 
 from gpudoctor import staging
 from gpudoctor.bundle.unpack import Limits, unpack  # noqa: F401  (Limits: part of this module's interface)
-from gpudoctor.snapshot import Snapshot, SnapshotError, load
+from gpudoctor.snapshot import Snapshot, SnapshotError
+from gpudoctor.snapshot_folder import load
 
 MANIFEST = "manifest.json"
 

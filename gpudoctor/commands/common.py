@@ -9,7 +9,8 @@ from typing import Optional
 import click
 
 from gpudoctor.exitcodes import ExitCode
-from gpudoctor.snapshot import Snapshot, SnapshotError, load
+from gpudoctor.snapshot import Snapshot, SnapshotError
+from gpudoctor.snapshot_folder import load
 
 
 class InputError(click.ClickException):

@@ -69,6 +69,13 @@ class _HookCommand(click.Command):
 @click.option("--pending-retirement/--ignore-pending-retirement", "pending_retirement", default=None,
               help="Fail on retired pages or row remaps waiting for a GPU reset (default: on).")
 @_opt_flag("--max-temp", "Hottest acceptable GPU temperature in degrees C.", type=int, metavar="C")
+@_opt_flag("--drain-xid-actions", "Xids in the kernel log since boot whose NVIDIA action (Xid catalog) is one of "
+                                  "these fail the node: comma-separated, or none to skip the kernel log.  "
+                                  "[default: RESET_GPU,RESTART_BM,CONTACT_SUPPORT]", metavar="ACTIONS")
+@click.option("--fabric-manager/--no-fabric-manager", "fabric_manager", default=None,
+              help="On NVSwitch systems, require the fabric manager running at the driver's version (default: on).")
+@click.option("--nvlink/--no-nvlink", "nvlink", default=None,
+              help="Require every NVLink up and no NVLink error counter growing.")
 @_opt_flag("--timeout", "Seconds the whole run may take; a hung nvidia-smi is a problem.  [default: 10]",
            type=float, metavar="SECONDS")
 @_opt_flag("--python", "The interpreter jobs use, whose torch/TensorFlow builds are read "
@@ -173,7 +180,7 @@ def _judge_node(settings, start):
     from gpudoctor.engine import run_checks
     from gpudoctor.facts import Facts
     from gpudoctor.hook.outcome import decide
-    from gpudoctor.hook.select import select
+    from gpudoctor.hook.select import lenient_ids, select
     from gpudoctor.plugins import load_checks
 
     req = settings.requirements
@@ -190,7 +197,7 @@ def _judge_node(settings, start):
         snap = live.record(os.environ, start + settings.timeout, settings.python, req)
     checks, _problems = load_checks()  # a broken plugin is gpudoctor's problem, not the node's
     findings = run_checks(snap, select(checks, req), requirements=req)
-    return decide(findings, diagnose(findings)), Facts(snap, req)
+    return decide(findings, diagnose(findings), lenient_ids(checks, req)), Facts(snap, req)
 
 
 def _write_metrics(path, outcome, view):
@@ -243,7 +250,7 @@ def _print_verbose(outcome, color):
 
     for f in outcome.findings:
         # click.echo strips escape codes off a non-terminal unless told the colour was decided.
-        shown = Status.SKIP if verdict(f) == "unknown" else f.status
+        shown = Status.SKIP if verdict(f, outcome.lenient) == "unknown" else f.status
         click.echo(f"{style.status(shown)} {f.check_id:<8} {f.title}", color=style.colour)
     click.echo(f"{outcome.state} in {outcome.duration_s:.2f}s")
 

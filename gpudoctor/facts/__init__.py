@@ -45,6 +45,9 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.isolation",
     "gpudoctor.facts.devices",
     "gpudoctor.facts.framework_builds",
+    "gpudoctor.facts.kernel",
+    "gpudoctor.facts.fabric",
+    "gpudoctor.facts.gpu_faults",
 )
 
 

@@ -14,7 +14,21 @@ from gpudoctor.runner import CommandResult
 SMI_KEYS = ("nvidia_smi_xml", "nvidia_smi", "nvidia_smi_query", "nvidia_smi_L")
 # What each command prints when it works (besides its failure messages): output of another
 # format came from something that is not nvidia-smi (a stub, a wrapper printing a banner).
-SMI_FORMATS = {"nvidia_smi_xml": "xml", "nvidia_smi": "table", "nvidia_smi_query": "query", "nvidia_smi_L": "list"}
+
+
+def expected_format(argv) -> str:
+    """The output format an nvidia-smi command line prints (the parser refuses anything else): `-q -x` XML,
+    `--query-gpu=... --format=csv` CSV, `-q` text, `-L` a listing, no arguments the table."""
+    args = [str(a) for a in argv[1:]]
+    if "-x" in args or "--xml-format" in args:
+        return "xml"
+    if any(a.startswith(("--query-", "--format=csv")) for a in args):
+        return "csv"
+    if "-q" in args or "--query" in args:
+        return "query"
+    if "-L" in args or "--list-gpus" in args:
+        return "list"
+    return "table"
 
 
 def first_line(text: str) -> str:
@@ -84,7 +98,7 @@ def smi_parsed(f: Facts) -> SmiOutput:
             reasons.append(smi_failure(res))
             continue
         try:
-            report = smi_parser.parse(res.stdout, expect=SMI_FORMATS[key])
+            report = smi_parser.parse(res.stdout, expect=expected_format(res.argv))
         except smi_parser.SmiParseError as exc:
             reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` printed something "
                                                                f"unreadable: {exc}")

@@ -12,6 +12,8 @@ A Slurm Prolog gets no arguments, so requirements usually live in a file named b
     allow_processes = ["nvidia-cuda-mps-server"]
     cuda = "12.4"
     max_temp = 85
+    drain_xid_actions = ["RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT"]   # the default; "none": ignore Xids
+    nvlink = true
 
 TOML needs Python 3.11+ (``tomllib``) or the ``tomli`` package; JSON and INI work everywhere
 (INI lists are comma-separated). A flag given on the command line wins over the file.
@@ -125,6 +127,19 @@ def _path(value: Any, key: str) -> str:
     return value
 
 
+def _xid_actions(value: Any, key: str) -> tuple:
+    """``RESET_GPU,RESTART_BM`` (or a list) -> a tuple of NVIDIA resolution buckets; ``none`` -> ()."""
+    from gpudoctor.knowledge.xid import known_buckets
+
+    names = tuple(n.upper() for n in _names(value, key))
+    if names in ((), ("NONE",)):
+        return ()
+    bad = [n for n in names if n not in known_buckets()]
+    if bad:
+        raise ConfigError(f"{key}: unknown Xid action {bad[0]!r} (known: {', '.join(known_buckets())}, or none)")
+    return names
+
+
 def _timeout(value: Any, key: str) -> float:
     try:
         t = float(value) if not isinstance(value, bool) else -1
@@ -147,6 +162,9 @@ _REQ = {
     "persistence": _bool,
     "pending_retirement": _bool,
     "max_temp": lambda v, k: _int(v, k, 1, 200),
+    "drain_xid_actions": _xid_actions,
+    "fabric_manager": _bool,
+    "nvlink": _bool,
 }
 _FIELD = {"min_free_mem": "min_free_mem_mib"}
 _OTHER = {"timeout": _timeout, "python": _path, "prometheus": _path, "snapshot": _path}
@@ -225,4 +243,5 @@ def merge(file_values: Mapping[str, Any], flag_values: Mapping[str, Any],
             req[_FIELD.get(key, key)] = _REQ[key](value, key)
         elif key in _OTHER:
             other[key] = _OTHER[key](value, key)
-    return replace(settings, requirements=replace(settings.requirements, **req), **other)
+    explicit = tuple(dict.fromkeys(settings.requirements.explicit + tuple(req)))
+    return replace(settings, requirements=replace(settings.requirements, explicit=explicit, **req), **other)

@@ -6,6 +6,11 @@ in a thread beside nvidia-smi. When nvidia-smi gives no report, the cheap signs 
 why (the /dev nodes, /proc/driver/nvidia, lspci) are recorded too, so DRV001 can tell a
 GPU whose driver is gone from a machine without a GPU. The result is an ordinary Snapshot,
 judged by the same checks as a full one.
+
+For the Xid checks the kernel log is read from /dev/kmsg without blocking (milliseconds);
+only where that is refused does ``journalctl -k -b`` run, in a thread beside nvidia-smi and
+bounded by the same deadline, so a slow journal makes the log "not read", never a late hook.
+The fabric manager's state and the NVLink commands run the same way when they are asked for.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Dict, Iterable, Mapping, Optional
 
 import gpudoctor
-from gpudoctor.probes import commands, files
+from gpudoctor.probes import commands, files, kernel_log
 from gpudoctor.probes.owners import gpu_pids, process_owners
 from gpudoctor.requirements import Requirements
 from gpudoctor.snapshot import Snapshot
@@ -27,8 +32,9 @@ MARGIN_S = 0.25
 
 
 def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = None,
-           req: Requirements = Requirements()) -> Snapshot:
-    """A minimal live snapshot; never runs past ``deadline`` (a ``time.monotonic()`` value)."""
+           req: Requirements = Requirements(), root: str = "/") -> Snapshot:
+    """A minimal live snapshot; never runs past ``deadline`` (a ``time.monotonic()`` value).
+    ``root``: where /dev/kmsg and /dev are read (a test's folder; "/" on a node)."""
     frameworks = req.needs_frameworks()
     snap = Snapshot(meta={"gpudoctor_version": gpudoctor.__version__, "hostname": socket.gethostname(),
                           "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -38,6 +44,7 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
     if frameworks:
         worker = threading.Thread(target=_frameworks, args=(box, python, environ, deadline), daemon=True)
         worker.start()
+    side = _side_commands(snap, environ, deadline, req, root)
     budget = max(0.1, deadline - time.monotonic() - MARGIN_S)
     snap.commands["nvidia_smi_xml"] = commands.run_command("nvidia_smi_xml", environ, budget)
     pids = gpu_pids(snap.commands["nvidia_smi_xml"])
@@ -45,6 +52,7 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
         _presence(snap, environ, deadline)
     elif pids and req.no_foreign_processes and req.allow_users:
         snap.meta["process_owners"] = {str(k): v for k, v in process_owners(pids).items()}
+    _join(side, snap, deadline)
     if worker is not None:
         worker.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
         snap.frameworks = dict(box) if not worker.is_alive() else {
@@ -54,6 +62,44 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
 
 
 PRESENCE_FILES = ("/proc/driver/nvidia/version",)
+FABRIC_COMMANDS = ("fabricmanager_active", "fabricmanager_version")
+NVLINK_COMMANDS = ("nvidia_smi_nvlink_s", "nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later")
+
+
+def _side_commands(snap: Snapshot, environ: Mapping[str, str], deadline: float, req: Requirements,
+                   root: str) -> Dict:
+    """Record /dev/kmsg now and start the other commands the selected checks read, each in a thread."""
+    keys = []
+    if req.drain_xid_actions:
+        snap.files[kernel_log.KMSG] = kernel_log.read_kmsg(root, deadline - MARGIN_S)
+        if not snap.files[kernel_log.KMSG].exists:  # refused (kernel.dmesg_restrict): the journal may be readable
+            keys.append("kernel_journal")
+    if req.fabric_manager:
+        keys += FABRIC_COMMANDS
+        snap.listings["/dev"] = files.collect_listings(root).get("/dev", [])  # NVSwitch device nodes
+    if req.nvlink:
+        keys += NVLINK_COMMANDS
+    threads = {}
+    for key in keys:
+        threads[key] = (threading.Thread(target=_run_into, args=(snap.commands, key, environ, deadline), daemon=True),
+                        time.monotonic())
+        threads[key][0].start()
+    return threads
+
+
+def _run_into(results: Dict, key: str, environ: Mapping[str, str], deadline: float) -> None:
+    results[key] = commands.run_command(key, environ, max(0.1, deadline - time.monotonic() - MARGIN_S))
+
+
+def _join(threads: Dict, snap: Snapshot, deadline: float) -> None:
+    """Wait for the side commands until the deadline; one still running is recorded as timed out."""
+    from gpudoctor.runner import CommandResult
+
+    for key, (thread, started) in threads.items():
+        thread.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
+        if thread.is_alive() or key not in snap.commands:
+            snap.commands[key] = CommandResult(commands.COMMANDS[key], timed_out=True,
+                                               duration_s=round(time.monotonic() - started, 1))
 
 
 def _presence(snap: Snapshot, environ: Mapping[str, str], deadline: float) -> None:

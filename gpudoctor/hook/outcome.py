@@ -31,6 +31,7 @@ class Outcome:
     findings: List[Finding] = field(default_factory=list)  # of the selected checks, in check order
     diagnoses: List = field(default_factory=list)          # gpudoctor.diagnoses.Diagnosis
     duration_s: float = 0.0
+    lenient: Sequence[str] = ()                            # checks whose cannot-tell is "not judged"
 
     @property
     def state(self) -> str:
@@ -45,18 +46,22 @@ class Outcome:
         return {"schema": SCHEMA, "state": self.state, "exit_code": int(self.exit_code),
                 "reason": self.line, "duration_s": round(self.duration_s, 3),
                 "diagnoses": [d.to_dict() for d in self.diagnoses],
-                "checks": [{"check": f.check_id, "state": verdict(f), "status": f.status.value,
+                "checks": [{"check": f.check_id, "state": verdict(f, self.lenient), "status": f.status.value,
                             "title": f.title} for f in self.findings]}
 
 
-def verdict(f: Finding) -> str:
+def verdict(f: Finding, lenient: Sequence[str] = ()) -> str:
     """What one finding means to a scheduler: a failure is a problem with the node; a check that
     crashed or could not read its facts is unknown; a warning, a pass or a check that does not
-    apply is ok (a warning is for a person, not a reason to drain)."""
+    apply is ok (a warning is for a person, not a reason to drain). A ``lenient`` check (one the hook
+    runs because a requirement is on by default, not because the administrator asked) that cannot
+    tell is not judged: ok, with its skip in the JSON and -v."""
     if f.status is Status.FAIL:
         return "problem"
-    if f.status is Status.ERROR or (f.status is Status.SKIP and f.cannot_tell):
+    if f.status is Status.ERROR:
         return "unknown"
+    if f.status is Status.SKIP and f.cannot_tell:
+        return "ok" if f.check_id in lenient else "unknown"
     return "ok"
 
 
@@ -67,20 +72,20 @@ def message(f: Finding) -> str:
     return f.title.split(": skipped, ", 1)[1] if ": skipped, " in f.title else f.title
 
 
-def decide(findings: Sequence[Finding], diagnoses: Sequence = ()) -> Outcome:
+def decide(findings: Sequence[Finding], diagnoses: Sequence = (), lenient: Sequence[str] = ()) -> Outcome:
     """Problems win over unknowns. A problem is named once per root cause: by its diagnosis when
     the failed finding has one (``diagnoses``), else by the finding's title."""
     failed = [f for f in findings if verdict(f) == "problem"]
     if failed:
         return Outcome(HookExit.PROBLEM, _problem_reasons(failed, diagnoses), "", list(findings), list(diagnoses))
-    unsure = [f for f in findings if verdict(f) == "unknown"]
+    unsure = [f for f in findings if verdict(f, lenient) == "unknown"]
     # A check that says it cannot tell, and what to do (a fix), is the reason; the skips of checks that
     # merely lack the same facts follow from it.
     unsure = [f for f in unsure if f.fix is not None] or unsure
     unknowns = list(dict.fromkeys(message(f) for f in unsure))
     if unknowns:
-        return Outcome(HookExit.UNKNOWN, unknowns, UNKNOWN_LEAD, list(findings), list(diagnoses))
-    return Outcome(HookExit.OK, [], "", list(findings), list(diagnoses))
+        return Outcome(HookExit.UNKNOWN, unknowns, UNKNOWN_LEAD, list(findings), list(diagnoses), lenient=lenient)
+    return Outcome(HookExit.OK, [], "", list(findings), list(diagnoses), lenient=lenient)
 
 
 def _problem_reasons(failed: Sequence[Finding], diagnoses: Sequence) -> List[str]:

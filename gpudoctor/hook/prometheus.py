@@ -46,7 +46,7 @@ def render(outcome: Outcome, now: float, gpus: Sequence = (), driver: Optional[s
             [((), int(outcome.exit_code))])
     _metric(lines, "gpudoctor_check_status",
             "State of each check the hook ran (gpudoctor check ids): 0 ok, 1 problem, 2 unknown.",
-            [((("check", f.check_id),), STATE_VALUE[verdict(f)]) for f in outcome.findings])
+            [((("check", f.check_id),), STATE_VALUE[verdict(f, outcome.lenient)]) for f in outcome.findings])
     _metric(lines, "gpudoctor_gpu_info", "GPUs nvidia-smi listed (value is always 1).",
             [((("index", g.index), ("name", g.name or ""), ("uuid", g.uuid or ""), ("driver", driver or "")), 1)
              for g in gpus])

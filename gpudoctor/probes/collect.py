@@ -15,7 +15,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import gpudoctor
 from gpudoctor import runner
-from gpudoctor.probes import commands, environment, files, frameworks
+from gpudoctor.probes import commands, environment, files, frameworks, kernel_log
 from gpudoctor.probes.owners import gpu_pids, process_owners
 from gpudoctor.snapshot import Snapshot
 
@@ -93,6 +93,7 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
         snap.files = files.collect_files(opts.root, environ)
         snap.listings = files.collect_listings(opts.root)
         snap.links = files.collect_links(opts.root, environ, snap.listings)
+        snap.files[kernel_log.KMSG] = kernel_log.read_kmsg(opts.root, deadline)
         wait(tasks, timeout=max(0.1, deadline - time.monotonic() + 1.0))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -6,9 +6,11 @@ Keys are what snapshots and checks use (``commands/<key>.out`` in a snapshot fol
 from __future__ import annotations
 
 import os
+import time
 from typing import Dict, Mapping, Optional, Tuple
 
 from gpudoctor import runner
+from gpudoctor.probes import kernel_log
 
 # nvidia-smi -q -x is the primary source; the table and -L are what users know and paste.
 COMMANDS: Dict[str, Tuple[str, ...]] = {
@@ -29,7 +31,21 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     # The nvidia module on disk for the running kernel: its version (vs the loaded one), its
     # signer (Secure Boot), or "Module nvidia not found" when DKMS did not build it.
     "modinfo_nvidia": ("modinfo", "nvidia"),
+    # The kernel log since boot, for Xid/SXid events: the journal keeps the whole boot where the ring
+    # buffer behind /dev/kmsg and dmesg may have wrapped; only NVIDIA lines are kept (probes.kernel_log).
+    "kernel_journal": ("journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager", "-n", "50000"),
+    "kernel_dmesg": ("dmesg",),
+    # NVLink state per link, and its error counters read twice (DELAYED) to see the ones growing now.
+    "nvidia_smi_nvlink_s": ("nvidia-smi", "nvlink", "-s"),
+    "nvidia_smi_nvlink_e": ("nvidia-smi", "nvlink", "-e"),
+    "nvidia_smi_nvlink_e_later": ("nvidia-smi", "nvlink", "-e"),
+    # NVSwitch systems: the fabric manager service and its version, which must equal the driver's.
+    "fabricmanager_active": ("systemctl", "is-active", "nvidia-fabricmanager"),
+    "fabricmanager_version": ("nv-fabricmanager", "--version"),
 }
+
+# Commands that start this many seconds after the others: a second reading to compare with the first.
+DELAYED: Dict[str, float] = {"nvidia_smi_nvlink_e_later": 1.0}
 
 # Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
 _FALLBACK_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
@@ -50,10 +66,13 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
     exe = resolve(argv[0], env.get("PATH"))
     if exe is None:
         return runner.CommandResult(argv, error="not found")
-    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env))
+    delay = min(DELAYED.get(key, 0.0), timeout / 2)
+    time.sleep(delay)
+    result = runner.run((exe,) + argv[1:], timeout=timeout - delay, env=_child_env(env))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
-    return runner.CommandResult(argv, result.returncode, result.stdout, result.stderr,
-                                result.duration_s, result.timed_out, result.error, result.truncated)
+    result = runner.CommandResult(argv, result.returncode, result.stdout, result.stderr,
+                                  result.duration_s, result.timed_out, result.error, result.truncated)
+    return kernel_log.trimmed(result) if key in kernel_log.COMMAND_KEYS else result
 
 
 def _child_env(env: Mapping[str, str]) -> Dict[str, str]:
