@@ -27,6 +27,12 @@ MODULES = (
     "gpudoctor_checks.tf_memory",
     "gpudoctor_checks.node",
     "gpudoctor_checks.processes",
+    "gpudoctor_checks.pcie",
+    "gpudoctor_checks.clocks",
+    "gpudoctor_checks.persistence",
+    "gpudoctor_checks.dcgm",
+    "gpudoctor_checks.smoke",
+    "gpudoctor_checks.smoke_links",
 )
 
 

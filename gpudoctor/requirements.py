@@ -27,6 +27,10 @@ class Requirements:
     pending_retirement: bool = True          # hook: judge memory errors waiting for a GPU reset
     max_temp: Optional[int] = None           # degrees C, on every GPU
     job_gpus: Optional[Tuple[str, ...]] = None  # the job's own GPUs (indices/UUIDs), when known
+    pcie_width: bool = False                 # every GPU's PCIe link at its full width
+    no_slowdown: bool = False                # no GPU held down by a thermal or power slowdown
+    dcgm: Optional[int] = None               # run `dcgmi diag -r LEVEL` (1-4) and judge its results
+    smoke: bool = False                      # run the active smoke test (compute, copies, NCCL)
 
     def asked(self, name: str) -> bool:
         value = getattr(self, name)
@@ -43,6 +47,7 @@ FLAGS = {
     "no_foreign_processes": "--no-foreign-processes", "allow_processes": "--allow-process",
     "allow_users": "--allow-user", "cuda": "--cuda", "persistence": "--persistence",
     "pending_retirement": "--pending-retirement", "max_temp": "--max-temp", "job_gpus": "SLURM_JOB_GPUS",
+    "pcie_width": "--pcie-width", "no_slowdown": "--no-slowdown", "dcgm": "--dcgm", "smoke": "--smoke",
 }
 
 NAMES = tuple(f.name for f in fields(Requirements))

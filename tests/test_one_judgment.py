@@ -26,6 +26,8 @@ REQUIREMENTS = {
     "cuda": {"cuda": "11.8", "gpus": 1},
     "thresholds": {"gpus": 2, "min_driver": "530", "max_temp": 60, "persistence": True,
                    "min_free_mem": "8GiB", "no_foreign_processes": True},
+    # Node health: full PCIe width, no clock slowdown, and the active tests as far as a snapshot recorded them.
+    "node_health": {"pcie_width": True, "no_slowdown": True, "dcgm": 1, "smoke": True},
 }
 
 

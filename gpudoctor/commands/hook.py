@@ -50,6 +50,17 @@ def _opt_flag(name, help_text, **kw):
 @click.option("--pending-retirement/--ignore-pending-retirement", "pending_retirement", default=None,
               help="Fail on retired pages or row remaps waiting for a GPU reset (default: on).")
 @_opt_flag("--max-temp", "Hottest acceptable GPU temperature in degrees C.", type=int, metavar="C")
+@click.option("--pcie-width/--no-pcie-width", "pcie_width", default=None,
+              help="Require every GPU's PCIe link at its full width (a narrower link is a fault).")
+@click.option("--no-slowdown/--allow-slowdown", "no_slowdown", default=None,
+              help="Fail while a GPU's clocks are held down by heat or its power supply (HW/SW thermal, power brake).")
+@_opt_flag("--dcgm", "Also run DCGM's diagnostic `dcgmi diag -r LEVEL` (1-4) and judge its results; needs DCGM "
+                     "and nv-hostengine (skipped, saying why, without them). Without --timeout the run may take "
+                     "as long as that level is allowed.", type=click.IntRange(1, 4), metavar="LEVEL")
+@click.option("--smoke", "smoke", is_flag=True, default=None,
+              help="Also run the active smoke test in the job's interpreter (--python): memory, fp32/fp16/bf16 "
+                   "matrix products checked against the CPU, host<->GPU copy bandwidth, an NCCL all-reduce "
+                   "across the GPUs. Takes seconds to a minute; without --timeout the run may take up to 190s.")
 @_opt_flag("--timeout", "Seconds the whole run may take; a hung nvidia-smi is a problem.  [default: 10]",
            type=float, metavar="SECONDS")
 @_opt_flag("--python", "The interpreter jobs use, whose torch/TensorFlow builds are read "

@@ -17,8 +17,11 @@ from gpudoctor.exitcodes import ExitCode
 @click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
               help="Seconds the whole collection may take.")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@click.option("--deep", is_flag=True, help="Also record the active smoke test (see `gpudoctor check --deep`).")
+@click.option("--dcgm", "dcgm_level", type=click.IntRange(1, 4), default=None, metavar="LEVEL",
+              help="Also record DCGM's diagnostic `dcgmi diag -r LEVEL -j`.")
 @json_option
-def command(out, python, timeout, no_frameworks, as_json):
+def command(out, python, timeout, no_frameworks, deep, dcgm_level, as_json):
     """Record this machine's raw facts into a snapshot folder.
 
     Replay it with `gpudoctor check --snapshot DIR` on any machine: the same findings
@@ -29,6 +32,7 @@ def command(out, python, timeout, no_frameworks, as_json):
       gpudoctor snapshot --out /tmp/node17                 # then, anywhere: gpudoctor check --snapshot /tmp/node17
       gpudoctor snapshot --out node17 --python ~/venv/bin/python --timeout 30
       gpudoctor snapshot --out node17 --no-frameworks --json
+      gpudoctor snapshot --out node17 --deep --dcgm 1       # replay: check --snapshot node17 --deep --dcgm 1
     """
     from gpudoctor.commands.check import live_snapshot
     from gpudoctor.render.json import dumps
@@ -40,6 +44,14 @@ def command(out, python, timeout, no_frameworks, as_json):
     progress = Progress(enabled=None if not as_json else False)
     try:
         snap = live_snapshot(python, timeout, "/", not no_frameworks, progress)
+        if deep or dcgm_level:
+            import sys
+
+            from gpudoctor.probes import active
+            from gpudoctor.requirements import Requirements
+
+            active.record(snap, Requirements(smoke=deep, dcgm=dcgm_level), python or sys.executable,
+                          os.environ, note=progress)
     finally:
         progress.clear()
     try:

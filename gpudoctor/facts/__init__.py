@@ -44,6 +44,8 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.isolation",
     "gpudoctor.facts.devices",
     "gpudoctor.facts.framework_builds",
+    "gpudoctor.facts.dcgm",
+    "gpudoctor.facts.smoke",
 )
 
 

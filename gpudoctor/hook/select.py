@@ -15,6 +15,7 @@ from gpudoctor.requirements import Requirements
 ALWAYS = ("DRV001",)
 MEMORY_ERRORS = ("DRV003",)
 FRAMEWORKS = ("TRC001", "TRC002", "TF001", "TF003")
+BOARD_FAILURES = ("DRV006",)  # a GPU that needs replacing: no setting asks for that, it always counts
 
 
 def selected_ids(checks: Sequence[Check], req: Requirements) -> List[str]:
@@ -23,6 +24,7 @@ def selected_ids(checks: Sequence[Check], req: Requirements) -> List[str]:
         ids.update(MEMORY_ERRORS)
     if req.needs_frameworks():
         ids.update(FRAMEWORKS)
+    ids.update(BOARD_FAILURES)
     ids.update(c.id for c in checks if c.params and any(req.asked(p) for p in c.params))
     return [c.id for c in checks if c.id in ids]
 
