@@ -47,7 +47,7 @@ def _judge(f: Facts, make):
     what = "; ".join(m.meaning for m in meanings if m is not None and m.trouble)
     temp = f", {g.temperature_c}C" if g.temperature_c is not None else ""
     return make("; ".join(f"{gpu_list(idx)}: {labels} active" for labels, idx in groups.items()),
-                subject=g.pci_bus_id, family="gpu_slowdown", detail=f"GPU {first}{temp}: {what}.",
+                subject=g.pci_bus_id, family="gpu_slowdown", detail=f"GPU {first}{temp} reports: {what}.",
                 evidence=[Evidence(f"command:{smi_key(f)}", f"GPU {i}: {', '.join(g.clock_events) or 'none active'}"
                                    + (f", {g.temperature_c}C" if g.temperature_c is not None else ""))
                           for i, g in gpus],

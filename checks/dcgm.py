@@ -44,13 +44,14 @@ def _finding(f: Facts, diag, result) -> Finding:
     said = warning.text.strip() if warning is not None and warning.text else "no reason given"
     title = f"DCGM {result.test} {'warned' if result.status == 'warn' else 'failed'} on {_on(result)}" + (
         f": {name} ({severity})" if name else (f" ({severity})" if severity else ""))
-    return make(title, subject=_on(result), family="dcgm_diag",
+    return make(title, subject=_on(result), family=None if known and known.recipe else "dcgm_diag",
                 symptom_of=known.explained_by if known else (),
                 detail=f"DCGM says: {said}" + (f" Severity {severity}: {dcgm_knowledge.severity_meaning(severity)}."
                                                if severity else ""),
                 evidence=[Evidence(f"command:dcgmi_diag", w.text[:300]) for w in result.warnings[:4]]
                 or [Evidence("command:dcgmi_diag", f"{result.category}/{result.test}: {result.status}")],
-                fix=recipe("dcgm_diag_failure", f, level=diag.level, what=said))
+                fix=recipe(known.recipe if known and known.recipe else "dcgm_diag_failure", f, level=diag.level,
+                           what=said, gpu=_on(result), gpus=_on(result), gpu_index=result.gpu))
 
 
 @check("DCG001", "dcgm-diag", "DCGM's diagnostic passes on every GPU", needs=("dcgm_diag",), params=("dcgm",))
@@ -58,18 +59,31 @@ def dcgm_diag(f: Facts):
     """``dcgmi diag -r LEVEL -j``: a finding per failed or warned test and GPU; passes and skips summed up."""
     diag = f["dcgm_diag"]
     problems: List[Finding] = [_finding(f, diag, r) for r in diag.results if r.status in ("fail", "warn")]
+    passed = _passed(diag)
     if problems:
-        return problems
+        return problems + ([passed] if passed is not None else [])
+    if passed is None:
+        skipped = sorted({r.test for r in diag.results if r.status == "skip"})
+        return unknown(f"{_head(diag)}: no test ran" + (f" ({len(skipped)} skipped: {', '.join(skipped)})"
+                                                         if skipped else ""))
+    return passed
+
+
+def _head(diag) -> str:
+    return f"DCGM {diag.version} level {diag.level}" if diag.version else f"DCGM level {diag.level}"
+
+
+def _passed(diag) -> Optional[Finding]:
+    """The tests that passed, with DCGM's figures (PCIe bandwidth...), and those it skipped; None if none passed."""
     ran = [r for r in diag.results if r.status == "pass"]
-    skipped = sorted({r.test for r in diag.results if r.status == "skip"})
-    head = f"DCGM {diag.version or ''} level {diag.level}".replace("  ", " ")
     if not ran:
-        return unknown(f"{head}: no test ran" + (f" ({len(skipped)} skipped: {', '.join(skipped)})" if skipped else ""))
+        return None
     tests = sorted({r.test for r in ran})
-    return ok(f"{head}: {len(tests)} test(s) passed ({', '.join(tests)})"
+    skipped = sorted({r.test for r in diag.results if r.status == "skip"})
+    return ok(f"{_head(diag)}: {len(tests)} test(s) passed ({', '.join(tests)})"
               + (f", {len(skipped)} skipped ({', '.join(skipped)})" if skipped else ""),
-              evidence=[Evidence("command:dcgmi_diag", "; ".join(i for r in ran for i in r.info)[:300])]
-              if any(r.info for r in ran) else [])
+              evidence=[Evidence("command:dcgmi_diag", f"{r.test} on {_on(r)}: " + "; ".join(
+                  " ".join(i.split()) for i in r.info)) for r in ran if r.info])
 
 
 CHECKS = (dcgm_diag,)

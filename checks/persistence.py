@@ -32,7 +32,10 @@ def persistence_recommended(f: Facts):
           for i, g in servers]
     if off:
         return warn(f"{gpu_list(off)}: persistence mode off", evidence=ev, family="persistence_mode_off",
-                    symptom_of=("NOD003",), detail=node_health.persistence_advice()["note"] + ".",
+                    symptom_of=("NOD003",),
+                    detail="With persistence off the driver unloads a GPU's state whenever no program uses it: every "
+                           "job pays the start-up again and settings such as application clocks are lost. "
+                           + node_health.persistence_advice()["note"] + ".",
                     fix=recipe("persistence_mode_off", f, gpus=gpu_list(off)))
     if all(g.persistence_mode is None for _, g in servers):
         return skip("persistence: nvidia-smi does not report it here")

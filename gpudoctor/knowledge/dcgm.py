@@ -16,13 +16,15 @@ class DcgmCode:
     severity: str                 # DCGM's: "CONFIG", "ISOLATE", "RESET", ...
     category: str                 # "SOFTWARE_OTHER", "HARDWARE_MEMORY", ...
     explained_by: Tuple[str, ...]  # gpudoctor checks that judge the same thing from nvidia-smi
+    recipe: Optional[str]         # gpudoctor's fix for this code ("persistence_mode_off"), if it has one
 
 
 def code(number: Optional[int]) -> Optional[DcgmCode]:
     row = next((r for r in load("dcgm_errors")["codes"] if r["code"] == number), None)
     if row is None:
         return None
-    return DcgmCode(row["code"], row["name"], row["severity"], row["category"], tuple(row.get("explained_by", ())))
+    return DcgmCode(row["code"], row["name"], row["severity"], row["category"], tuple(row.get("explained_by", ())),
+                    row.get("recipe"))
 
 
 def severity_name(value: Optional[int]) -> Optional[str]:
