@@ -42,8 +42,9 @@ def _finding(f: Facts, diag, result) -> Finding:
     make = {"fail": fail, "warn": warn}.get(status, warn)
     name = known.name if known else (f"DCGM code {warning.code}" if warning and warning.code is not None else None)
     said = warning.text.strip() if warning is not None and warning.text else "no reason given"
+    rated = f" ({severity})" if severity else ""
     title = f"DCGM {result.test} {'warned' if result.status == 'warn' else 'failed'} on {_on(result)}" + (
-        f": {name} ({severity})" if name else (f" ({severity})" if severity else ""))
+        f": {name}{rated}" if name else rated)
     return make(title, subject=_on(result), family=None if known and known.recipe else "dcgm_diag",
                 symptom_of=known.explained_by if known else (),
                 detail=f"DCGM says: {said}" + (f" Severity {severity}: {dcgm_knowledge.severity_meaning(severity)}."
