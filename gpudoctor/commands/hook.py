@@ -85,6 +85,7 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
       gpudoctor hook --cuda 12.4 --python /opt/venv/bin/python --min-free-mem 70GiB
       gpudoctor hook --npd --timeout 20           # node-problem-detector custom plugin
       GPUDOCTOR_SNAPSHOT=DIR gpudoctor hook -v    # judge a recorded machine
+      gpudoctor hook --smoke --dcgm 1 --python /opt/venv/bin/python   # active tests: seconds to minutes
     """
     start = time.monotonic()
     if npd and (as_json or verbose):  # node-problem-detector reads stdout as the message
