@@ -22,10 +22,13 @@ from gpudoctor_checks.smoke import EV, no_gpu
 
 
 def _link(f: Facts, d):
-    """nvidia-smi's GPU for a smoke-test device (same PCI bus id), or None."""
+    """nvidia-smi's GPU for a smoke-test device (same UUID or PCI bus id), or None."""
     smi = f.get("smi")
-    return next((g for g in (smi.gpus if smi else ()) if d.pci_bus_id and bus_key(g.pci_bus_id) ==
-                 bus_key(d.pci_bus_id)), None)
+    for g in smi.gpus if smi else ():
+        if (d.uuid and g.uuid and d.uuid.lower() == g.uuid.lower()) or \
+                (d.pci_bus_id and bus_key(g.pci_bus_id) == bus_key(d.pci_bus_id)):
+            return g
+    return None
 
 
 def _copy_line(d, g, expected: Optional[float]) -> str:

@@ -159,6 +159,12 @@ def judged(payload, smi_text=None):
     return {f.check_id: f for f in report.findings if f.check_id.startswith("SMK")}
 
 
+def _uuid_of(name):
+    import re
+
+    return re.search(r"<uuid>([^<]+)</uuid>", hs.xml(name)).group(1)
+
+
 def h100_gen5_xml(bus="00000000:3B:00.0"):
     """The RTX 4090 recording's link fields and bus id edited to an H100's Gen5 x16 link (hand-made)."""
     text = hs.xml(hs.HEALTHY, max_link_gen="5", pci_bus_id=bus)
@@ -204,6 +210,10 @@ def test_slow_copies_warn_and_point_at_the_link():
     assert (f.status.value, f.title) == ("warn", "GPU 0 (NVIDIA H100 80GB HBM3): host<->device copies at 12.6 GB/s, "
                                                  "20% of its Gen5 x16 link")
     assert f.symptom_of == ("PCI001", "PCI002") and f.fix.kb_id == "pcie_link_degraded"
+    # matched by UUID where torch gives no bus id (the 4090 recording's UUID, hand-made device)
+    by_uuid = dict(slow, pci_bus_id=None, uuid="GPU-0b8a9a3e-9b55-6a6f-1e3b-7a0b1f43c2d5".upper())
+    smi = h100_gen5_xml().replace(_uuid_of(hs.HEALTHY), "GPU-0b8a9a3e-9b55-6a6f-1e3b-7a0b1f43c2d5")
+    assert judged({"devices": [by_uuid]}, smi)["SMK002"].status.value == "warn"
     # without nvidia-smi's link facts the numbers are reported, not judged
     f = judged({"devices": [slow]})["SMK002"]
     assert (f.status.value, f.title) == ("ok", "GPU 0: host->device 12.6 GB/s, device->host 12.8 GB/s")
@@ -243,3 +253,31 @@ def test_cuda_that_does_not_start_fails_only_where_nvidia_smi_sees_gpus():
     hidden = judged({"cuda_error": error, "cuda_visible_devices": ""}, hs.xml(hs.HEALTHY))["SMK002"]
     assert (hidden.status.value, hidden.title) == ("skip", "smoke test: no GPU is visible to the job "
                                                            "(CUDA_VISIBLE_DEVICES='')")
+
+
+def test_the_childs_measurements_on_the_cpu():
+    """smoke_child's own functions, run with CPU torch (CUDA's synchronize stubbed): the block reads back,
+    each dtype's product is within its tolerance, copies are timed, and the measurements judge as ok."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    class CpuTorch:
+        cuda = SimpleNamespace(synchronize=lambda *a: None)
+
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+    shim, cpu = CpuTorch(), torch.device("cpu")
+    assert smoke_child._alloc(shim, cpu, 8)["ok"] is True
+    cfg = active.smoke_config(180)
+    tolerances = {t["label"]: t for t in cfg["dtypes"]}
+    from gpudoctor.knowledge import node_health
+
+    for spec in cfg["dtypes"]:
+        m = smoke_child._matmul(shim, cpu, 128, spec, (9, 0))
+        limit = next(t.tolerance for t in node_health.smoke_dtypes() if t.label == spec["label"])
+        assert measures.relative_error(m["max_abs_diff"], m["max_abs_ref"]) < limit, m
+    assert smoke_child._matmul(shim, cpu, 128, tolerances["bf16"], (7, 5)) == {
+        "dtype": "bf16", "skipped": "needs compute capability 8.0"}
+    copies = smoke_child._copies(shim, cpu, 1, 2)
+    assert copies["bytes"] == 1024 * 1024 and len(copies["h2d_s"]) == 2 and len(copies["d2h_s"]) == 2

@@ -34,6 +34,7 @@ class SmokeDevice:
     name: Optional[str]
     compute_cap: Optional[str]
     pci_bus_id: Optional[str]        # "0000:3b:00.0" (torch's properties), to match nvidia-smi's GPU
+    uuid: Optional[str]              # "GPU-5e6f...", as nvidia-smi prints it (torch 2.0+)
     block_mib: Optional[int]
     block_ok: Optional[bool]         # the block read back what was written
     block_error: Optional[str]
@@ -74,7 +75,7 @@ def _err(d: Any) -> Optional[str]:
 def _device(d: Dict) -> SmokeDevice:
     block, copy = d.get("alloc") or {}, d.get("copy") or {}
     return SmokeDevice(
-        d.get("index", 0), d.get("name"), d.get("compute_cap"), d.get("pci_bus_id"), block.get("mib"),
+        d.get("index", 0), d.get("name"), d.get("compute_cap"), d.get("pci_bus_id"), d.get("uuid"), block.get("mib"),
         block.get("ok"), _err(block.get("error")),
         tuple(Matmul(m.get("dtype", "?"), m.get("max_abs_diff"), m.get("max_abs_ref"), m.get("skipped"),
                      _err(m.get("error"))) for m in d.get("matmul") or []),

@@ -83,6 +83,8 @@ def _device(torch, i, cfg):
     props = torch.cuda.get_device_properties(i)
     cc = (props.major, props.minor)
     d = {"index": i, "name": props.name, "compute_cap": "%d.%d" % cc, "memory_mib": props.total_memory // MIB}
+    if getattr(props, "uuid", None) is not None:  # torch 2.0+; nvidia-smi prints it with a "GPU-" prefix
+        d["uuid"] = "GPU-" + str(props.uuid)
     if hasattr(props, "pci_bus_id"):
         d["pci_bus_id"] = "%04x:%02x:%02x.0" % (getattr(props, "pci_domain_id", 0), props.pci_bus_id,
                                                getattr(props, "pci_device_id", 0))
