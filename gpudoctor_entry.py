@@ -16,6 +16,7 @@ HOOK_UNKNOWN = 2   # gpudoctor.exitcodes.HookExit.UNKNOWN (not imported: it may 
 UNWRITABLE = 2     # ExitCode.USAGE: the output could not be written (a full disk, /dev/full)
 INTERNAL = 3       # gpudoctor.exitcodes.ExitCode.INTERNAL
 INTERRUPTED = 130
+TERMINATED = 143   # 128 + SIGTERM: gpudoctor's own SIGTERM handlers clean up, then exit with it
 
 
 def command_name(argv):
@@ -49,7 +50,9 @@ def _run(argv, hook):
     except KeyboardInterrupt:
         _say("gpudoctor: interrupted")
         return INTERRUPTED
-    except SystemExit as exc:  # run() returns its code; an exit from inside is not a verdict
+    except SystemExit as exc:  # run() returns its code; an exit from inside is not a verdict ...
+        if exc.code in (INTERRUPTED, TERMINATED):  # ... except a signal handler's, after its clean-up
+            return exc.code
         return _failed(hook, f"exited with {exc.code!r} before it finished")
     except BaseException as exc:
         if os.environ.get("GPUDOCTOR_DEBUG"):

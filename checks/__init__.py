@@ -30,6 +30,12 @@ MODULES = (
     "gpudoctor_checks.processes",
     "gpudoctor_checks.kernel_log",
     "gpudoctor_checks.fabric",
+    "gpudoctor_checks.pcie",
+    "gpudoctor_checks.clocks",
+    "gpudoctor_checks.persistence",
+    "gpudoctor_checks.dcgm",
+    "gpudoctor_checks.smoke",
+    "gpudoctor_checks.smoke_links",
 )
 
 

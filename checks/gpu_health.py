@@ -78,4 +78,24 @@ def _bare(line: str) -> str:
     return re.sub(r"^WARNING:\s*", "", line.strip()).rstrip(".")
 
 
-CHECKS = (gpu_memory_errors, gpu_inforom)
+@check("DRV006", "row-remap-failure", "no GPU has run out of spare memory rows", needs=("smi",))
+def row_remap_failure(f: Facts):
+    """nvidia-smi's "Remapping Failure Occurred" (A100 and later): a bad memory row found no spare row.
+    Unlike a pending remapping (DRV003) a reset does not cure it: the board needs replacing."""
+    report = f["smi"]
+    failed = [(g.index if g.index is not None else i, g) for i, g in enumerate(report.gpus) if g.remapped_rows_failure]
+    if failed:
+        return [fail(f"GPU {i} ({g.name or 'unknown GPU'}): row remapping failed, no spare memory rows left",
+                     subject=g.pci_bus_id, family="xid_or_hardware",
+                     detail="A memory row went bad and could not be replaced; resets do not help and jobs on this "
+                            "GPU can hit uncorrectable memory errors.",
+                     evidence=[Evidence(f"command:{smi_key(f)}", "Remapping Failure Occurred: Yes")],
+                     fix=recipe("gpu_replace_board", f, gpu=f"GPU {i} ({g.name or 'unknown GPU'})", gpu_index=i))
+                for i, g in failed]
+    reported = [g for g in report.gpus if g.remapped_rows_failure is not None]
+    if not reported:
+        return skip("row remapping: no GPU reports it (A100 and later do, in nvidia-smi -q and -q -x)")
+    return ok(f"no row remapping failure on {len(reported)} GPU(s)")
+
+
+CHECKS = (gpu_memory_errors, gpu_inforom, row_remap_failure)

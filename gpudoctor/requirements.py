@@ -31,6 +31,10 @@ class Requirements:
     drain_xid_actions: Tuple[str, ...] = ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT")
     fabric_manager: bool = True              # hook: on NVSwitch systems the fabric manager runs, at the driver's version
     nvlink: bool = False                     # hook: every NVLink up, no NVLink error counter growing
+    pcie_width: bool = False                 # every GPU's PCIe link at its full width
+    no_slowdown: bool = False                # no GPU held down by a thermal or power slowdown
+    dcgm: Optional[int] = None               # run `dcgmi diag -r LEVEL` (1-4) and judge its results
+    smoke: bool = False                      # run the active smoke test (compute, copies, NCCL)
 
     explicit: Tuple[str, ...] = ()            # the fields an administrator set (flags, config), not defaults
 
@@ -56,6 +60,7 @@ FLAGS = {
     "allow_users": "--allow-user", "cuda": "--cuda", "persistence": "--persistence",
     "pending_retirement": "--pending-retirement", "max_temp": "--max-temp", "job_gpus": "SLURM_JOB_GPUS",
     "drain_xid_actions": "--drain-xid-actions", "fabric_manager": "--fabric-manager", "nvlink": "--nvlink",
+    "pcie_width": "--pcie-width", "no_slowdown": "--no-slowdown", "dcgm": "--dcgm", "smoke": "--smoke",
 }
 
 NAMES = tuple(f.name for f in fields(Requirements) if f.name != "explicit")

@@ -22,8 +22,17 @@ def expected(path: Path) -> dict:
     return json.loads((path / "expected.json").read_text(encoding="utf-8"))
 
 
+def requirements_for(path: Path):
+    """The requirements a scenario is judged under: its expected.json "requirements" (hook config keys, e.g.
+    {"smoke": true} for a recorded smoke test), or None for a plain `gpudoctor check`."""
+    from gpudoctor.hook.config import merge
+
+    asked = expected(path).get("requirements")
+    return merge(asked, {}).requirements if asked else None
+
+
 def report_for(path: Path):
-    return build_report(load(str(path / "snapshot")))
+    return build_report(load(str(path / "snapshot")), requirements=requirements_for(path))
 
 
 def text_report(path: Path) -> str:

@@ -284,8 +284,8 @@ def test_json_lists_every_check_the_hook_ran(tmp_path, capsys):
     assert code == 1 and data["schema"] == "gpudoctor.hook/2"
     assert (data["state"], data["exit_code"]) == ("problem", 1)
     assert data["reason"] == "gpudoctor: 1 of 2 GPUs visible"
-    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "NOD001", "XID001", "XID002", "XID003",
-                                                    "XID004", "SXID001", "FAB001"]
+    assert [c["check"] for c in data["checks"]] == ["DRV001", "DRV003", "DRV006", "NOD001", "XID001", "XID002",
+                                                    "XID003", "XID004", "SXID001", "FAB001"]
     assert [d["cause"]["check_id"] for d in data["diagnoses"]] == ["NOD001"]
     assert data["node"]["hostname"] == "gpu017" and data["node"]["driver_version"] == "535.86.05"
 

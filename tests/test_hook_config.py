@@ -32,7 +32,9 @@ def test_toml_file_gives_settings(tmp_path):
     assert s.requirements == Requirements(gpus=8, min_driver="535.104.05", min_free_mem_mib=71680,
                                           no_foreign_processes=True,
                                           allow_processes=("nvidia-cuda-mps-server", "dcgm"),
-                                          cuda="12.4", max_temp=85)
+                                          cuda="12.4", max_temp=85,
+                                          explicit=("gpus", "min_driver", "min_free_mem_mib", "no_foreign_processes",
+                                                    "allow_processes", "cuda", "max_temp"))
 
 
 def test_json_and_ini_give_the_same_settings(tmp_path):

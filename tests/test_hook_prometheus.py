@@ -63,7 +63,7 @@ def test_textfile_has_a_gauge_per_check_and_gpu(tmp_path, capsys):
     m = parse(prom.read_text())
     assert m["gpudoctor_hook_status"]["samples"] == [({}, 1.0)]
     assert dict((s[0]["check"], s[1]) for s in m["gpudoctor_check_status"]["samples"]) == {
-        "DRV001": 0, "DRV003": 1, "NOD001": 0, "NOD002": 0, **KERNEL_LOG_OK, "FAB001": 0}
+        "DRV001": 0, "DRV003": 1, "DRV006": 0, "NOD001": 0, "NOD002": 0, **KERNEL_LOG_OK, "FAB001": 0}
     assert m["gpudoctor_gpu_info"]["samples"] == [(
         {"index": "0", "name": "Tesla V100-SXM3-32GB", "uuid": "GPU-ef23ffa6-c9fd-93d5-aeb8-612c087255ff",
          "driver": "410.104"}, 1.0)]
@@ -79,7 +79,7 @@ def test_unknown_and_driver_failure_values(tmp_path, capsys):
     run_hook(capsys, "--snapshot", str(hs.hung(tmp_path / "s")), "--prometheus", str(prom), "--gpus", "8")
     m = parse(prom.read_text())
     assert dict((s[0]["check"], s[1]) for s in m["gpudoctor_check_status"]["samples"]) == {
-        "DRV001": 1, "DRV003": 2, "NOD001": 2, **KERNEL_LOG_OK, "FAB001": 2}
+        "DRV001": 1, "DRV003": 2, "DRV006": 2, "NOD001": 2, **KERNEL_LOG_OK, "FAB001": 2}
     assert m["gpudoctor_gpu_info"]["samples"] == []
 
 

@@ -28,6 +28,8 @@ REQUIREMENTS = {
                    "min_free_mem": "8GiB", "no_foreign_processes": True},
     # The kernel log with application Xids draining too, and NVLink; the fabric manager is on by default.
     "node": {"drain_xid_actions": "RESET_GPU,RESTART_BM,CONTACT_SUPPORT,RESTART_APP", "nvlink": True},
+    # Node health: full PCIe width, no clock slowdown, and the active tests as far as a snapshot recorded them.
+    "node_health": {"pcie_width": True, "no_slowdown": True, "dcgm": 1, "smoke": True},
 }
 
 

@@ -72,9 +72,16 @@ def _known_only(only_ids) -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Judge the node requirements of a `gpudoctor hook` config file too (GPU count, minimum "
                    "driver, temperature...): check then fails for the same reasons the hook drains.")
+@click.option("--deep", is_flag=True,
+              help="Also run the active smoke test in --python's interpreter: memory, fp32/fp16/bf16 matrix "
+                   "products checked against the CPU, host<->GPU copy bandwidth against the PCIe link, and an "
+                   "NCCL all-reduce across the GPUs (seconds to a minute; changes nothing on the machine).")
+@click.option("--dcgm", "dcgm_level", type=click.IntRange(1, 4), default=None, metavar="LEVEL",
+              help="Also run DCGM's diagnostic `dcgmi diag -r LEVEL -j` (1 takes seconds, 2 about two minutes, "
+                   "3 about 15) and judge its results; skipped, saying why, without DCGM or nv-hostengine.")
 @color_option
 def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, python, timeout, root,
-            no_frameworks, config_path, color):
+            no_frameworks, config_path, deep, dcgm_level, color):
     """Check this machine's NVIDIA driver, CUDA, cuDNN and framework builds; print problems and fixes.
 
     \b
@@ -82,6 +89,8 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
       gpudoctor check                       # probe this machine
       gpudoctor check --json                # machine-readable report (schema gpudoctor.report/2)
       gpudoctor check --config hook.toml    # also the hook's node requirements
+      gpudoctor check --deep                # also the active smoke test on every GPU
+      gpudoctor check --dcgm 1              # also DCGM's quick diagnostic
       gpudoctor check --snapshot DIR        # replay a recorded snapshot or bundle
       gpudoctor check --only DRV --verbose  # only the driver checks, with details
       srun --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
@@ -95,13 +104,19 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     if only and not only_ids:
         raise InputError("--only needs check ids, names or id prefixes (see --list-checks), got an empty value")
     _known_only(only_ids)
-    requirements = _requirements(config_path)
+    requirements = _requirements(config_path, {"smoke": deep or None, "dcgm": dcgm_level})
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:
         progress = Progress(enabled=None if not (as_json or jsonl) else False)
         try:
             snap = live_snapshot(python, timeout, root, not no_frameworks, progress)
+            if requirements is not None and (requirements.smoke or requirements.dcgm):
+                import os
+
+                from gpudoctor.probes import active
+
+                active.record(snap, requirements, python or sys.executable, os.environ, note=progress)
         finally:
             progress.clear()
     report = build_report(snap, only=only_ids, requirements=requirements)
@@ -112,9 +127,10 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     return report.exit_code(strict)
 
 
-def _requirements(config_path):
-    """The hook's requirements from its config file (None: nothing asked)."""
-    if not config_path:
+def _requirements(config_path, flags):
+    """The hook's requirements from its config file and the active-test flags (None: nothing asked)."""
+    asked = {k: v for k, v in flags.items() if v is not None}
+    if not config_path and not asked:
         return None
     from gpudoctor.hook.config import ConfigError, merge, read_file
 
@@ -123,7 +139,7 @@ def _requirements(config_path):
     from gpudoctor.hook.job import for_job
 
     try:
-        return for_job(merge(read_file(config_path), {}).requirements, os.environ)
+        return for_job(merge(read_file(config_path) if config_path else {}, asked).requirements, os.environ)
     except ConfigError as exc:
         raise InputError(str(exc)) from None
 

@@ -76,6 +76,17 @@ class _HookCommand(click.Command):
               help="On NVSwitch systems, require the fabric manager running at the driver's version (default: on).")
 @click.option("--nvlink/--no-nvlink", "nvlink", default=None,
               help="Require every NVLink up and no NVLink error counter growing.")
+@click.option("--pcie-width/--no-pcie-width", "pcie_width", default=None,
+              help="Require every GPU's PCIe link at its full width (a narrower link is a fault).")
+@click.option("--no-slowdown/--allow-slowdown", "no_slowdown", default=None,
+              help="Fail while a GPU's clocks are held down by heat or its power supply (HW/SW thermal, power brake).")
+@_opt_flag("--dcgm", "Also run DCGM's diagnostic `dcgmi diag -r LEVEL` (1-4) and judge its results; needs DCGM "
+                     "and nv-hostengine (skipped, saying why, without them). Without --timeout the run may take "
+                     "as long as that level is allowed.", type=click.IntRange(1, 4), metavar="LEVEL")
+@click.option("--smoke", "smoke", is_flag=True, default=None,
+              help="Also run the active smoke test in the job's interpreter (--python): memory, fp32/fp16/bf16 "
+                   "matrix products checked against the CPU, host<->GPU copy bandwidth, an NCCL all-reduce "
+                   "across the GPUs. Takes seconds to a minute; without --timeout the run may take up to 190s.")
 @_opt_flag("--timeout", "Seconds the whole run may take; a hung nvidia-smi is a problem.  [default: 10]",
            type=float, metavar="SECONDS")
 @_opt_flag("--python", "The interpreter jobs use, whose torch/TensorFlow builds are read "
@@ -100,6 +111,7 @@ def command(config_path, snapshot, npd, as_json, verbose, color, **flags):
       gpudoctor hook --cuda 12.4 --python /opt/venv/bin/python --min-free-mem 70GiB
       gpudoctor hook --npd --timeout 20           # node-problem-detector custom plugin
       GPUDOCTOR_SNAPSHOT=DIR gpudoctor hook -v    # judge a recorded machine
+      gpudoctor hook --smoke --dcgm 1 --python /opt/venv/bin/python   # active tests: seconds to minutes
     """
     start = time.monotonic()
     try:

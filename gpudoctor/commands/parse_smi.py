@@ -15,7 +15,7 @@ import click
 from gpudoctor.exitcodes import ExitCode
 
 MAX_BYTES = 64 * 1024 * 1024
-SCHEMA = "gpudoctor.smi/1"  # the --json document (gpudoctor/schemas/smi.schema.json)
+SCHEMA = "gpudoctor.smi/2"  # the --json document (gpudoctor/schemas/smi.schema.json)
 
 
 class _Unreadable(click.ClickException):

@@ -22,8 +22,11 @@ SCHEMA = "gpudoctor.snapshot-summary/1"  # the --json summary (gpudoctor/schemas
 @click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take.")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@click.option("--deep", is_flag=True, help="Also record the active smoke test (see `gpudoctor check --deep`).")
+@click.option("--dcgm", "dcgm_level", type=click.IntRange(1, 4), default=None, metavar="LEVEL",
+              help="Also record DCGM's diagnostic `dcgmi diag -r LEVEL -j`.")
 @json_option
-def command(out, python, timeout, no_frameworks, as_json):
+def command(out, python, timeout, no_frameworks, deep, dcgm_level, as_json):
     """Record this machine's raw facts into a snapshot folder.
 
     Replay it with `gpudoctor check --snapshot DIR` on any machine: the same findings
@@ -34,6 +37,7 @@ def command(out, python, timeout, no_frameworks, as_json):
       gpudoctor snapshot --out /tmp/node17                 # then, anywhere: gpudoctor check --snapshot /tmp/node17
       gpudoctor snapshot --out node17 --python ~/venv/bin/python --timeout 30
       gpudoctor snapshot --out node17 --no-frameworks --json
+      gpudoctor snapshot --out node17 --deep --dcgm 1       # replay: check --snapshot node17 --deep --dcgm 1
     """
     from gpudoctor.bundle.write import Cleanup, on_signals
     from gpudoctor.commands.check import live_snapshot
@@ -53,7 +57,7 @@ def command(out, python, timeout, no_frameworks, as_json):
     names = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
     with on_signals(cleanup, lambda n: f"\ngpudoctor: interrupted by {names.get(n, n)}; no snapshot written"):
         try:
-            snap = _record(python, timeout, no_frameworks, as_json, live_snapshot)
+            snap = _record(python, timeout, no_frameworks, deep, dcgm_level, as_json, live_snapshot)
             snap.save(stage.path, sync=True)
             stage.commit()
         except OSError as exc:
@@ -72,9 +76,18 @@ def command(out, python, timeout, no_frameworks, as_json):
     return ExitCode.OK
 
 
-def _record(python, timeout, no_frameworks, as_json, live_snapshot):
+def _record(python, timeout, no_frameworks, deep, dcgm_level, as_json, live_snapshot):
     progress = Progress(enabled=None if not as_json else False)
     try:
-        return live_snapshot(python, timeout, "/", not no_frameworks, progress)
+        snap = live_snapshot(python, timeout, "/", not no_frameworks, progress)
+        if deep or dcgm_level:  # the active tests, recorded so a replay judges them (check --deep / --dcgm)
+            import sys
+
+            from gpudoctor.probes import active
+            from gpudoctor.requirements import Requirements
+
+            active.record(snap, Requirements(smoke=deep, dcgm=dcgm_level), python or sys.executable,
+                          os.environ, note=progress)
+        return snap
     finally:
         progress.clear()

@@ -48,6 +48,8 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.kernel",
     "gpudoctor.facts.fabric",
     "gpudoctor.facts.gpu_faults",
+    "gpudoctor.facts.dcgm",
+    "gpudoctor.facts.smoke",
 )
 
 

@@ -165,6 +165,10 @@ _REQ = {
     "drain_xid_actions": _xid_actions,
     "fabric_manager": _bool,
     "nvlink": _bool,
+    "pcie_width": _bool,
+    "no_slowdown": _bool,
+    "dcgm": lambda v, k: _int(v, k, 1, 4),
+    "smoke": _bool,
 }
 _FIELD = {"min_free_mem": "min_free_mem_mib"}
 _OTHER = {"timeout": _timeout, "python": _path, "prometheus": _path, "snapshot": _path}
@@ -244,4 +248,20 @@ def merge(file_values: Mapping[str, Any], flag_values: Mapping[str, Any],
         elif key in _OTHER:
             other[key] = _OTHER[key](value, key)
     explicit = tuple(dict.fromkeys(settings.requirements.explicit + tuple(req)))
-    return replace(settings, requirements=replace(settings.requirements, explicit=explicit, **req), **other)
+    merged = replace(settings, requirements=replace(settings.requirements, explicit=explicit, **req), **other)
+    return _active_timeout(merged, "timeout" in values)
+
+
+# A DCGM diagnostic or the smoke test takes far longer than the hook's usual second: when one is
+# asked for and no timeout was given, the run may take as long as that test is allowed.
+def _active_timeout(settings: Settings, timeout_given: bool) -> Settings:
+    req, longest = settings.requirements, settings.timeout
+    if timeout_given or not (req.dcgm or req.smoke):
+        return settings
+    from gpudoctor.knowledge import dcgm as dcgm_knowledge, node_health
+
+    if req.dcgm:
+        longest = max(longest, dcgm_knowledge.level_timeout_s(req.dcgm) + DEFAULT_TIMEOUT_S)
+    if req.smoke:
+        longest = max(longest, node_health.smoke_settings()["timeout_smoke_s"] + DEFAULT_TIMEOUT_S)
+    return replace(settings, timeout=longest)

@@ -16,6 +16,7 @@ The fabric manager's state and the NVLink commands run the same way when they ar
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -58,6 +59,10 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
         snap.frameworks = dict(box) if not worker.is_alive() else {
             name: {"probe": {"source": "files", "timed_out": True, "duration_s": round(budget, 1)}}
             for name in ("torch", "tensorflow")}
+    if req.dcgm or req.smoke:  # asked for only: DCGM's diagnostic and the smoke test take seconds to minutes
+        from gpudoctor.probes import active
+
+        active.record(snap, req, python or sys.executable, environ, deadline - MARGIN_S)
     return snap
 
 

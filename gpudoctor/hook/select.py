@@ -20,6 +20,7 @@ FRAMEWORKS = ("TRC001", "TRC002", "TF001", "TF003")
 KERNEL_LOG = ("XID001", "XID002", "XID003", "XID004", "SXID001")  # when an Xid action drains (--drain-xid-actions)
 FABRIC = ("FAB001",)                                              # --fabric-manager (default: on)
 NVLINK = ("NVL001", "NVL002")                                     # --nvlink
+BOARD_FAILURES = ("DRV006",)  # a GPU that needs replacing: no setting asks for that, it always counts
 
 
 def selected_ids(checks: Sequence[Check], req: Requirements) -> List[str]:
@@ -34,6 +35,7 @@ def selected_ids(checks: Sequence[Check], req: Requirements) -> List[str]:
         ids.update(FABRIC)
     if req.nvlink:
         ids.update(NVLINK)
+    ids.update(BOARD_FAILURES)
     ids.update(c.id for c in checks if c.params and any(req.asked(p) for p in c.params))
     return [c.id for c in checks if c.id in ids]
 
