@@ -24,6 +24,7 @@ COMMANDS = {
     "bundle": "gpudoctor.commands.bundle:command",
     "hook": "gpudoctor.commands.hook:command",
     "fleet": "gpudoctor.commands.fleet:command",
+    "memory": "gpudoctor.commands.memory:command",
 }
 
 

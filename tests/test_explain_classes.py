@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from gpudoctor.explain import catalog, explain_text
+from gpudoctor.explain import catalog
+from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.tailor import fill_sentences
 
 CASES = [

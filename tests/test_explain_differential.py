@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.explain import catalog, differential, explain_text
+from gpudoctor.explain import catalog, differential
+from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.context import Context
 from gpudoctor.facts import Facts
 from gpudoctor.snapshot import load
