@@ -77,7 +77,9 @@ def view(facts) -> Optional[MachineView]:
         out.findings.setdefault(finding.check_id, finding)
     for place in PLACES:
         try:
-            out.places[place] = bool(facts.get(place)["inside"])
+            inside = getattr(facts.get(place), "inside", None)   # the typed fact (Container, Wsl)
         except Exception:         # unknown here: neither place is ruled out
-            pass
+            inside = None
+        if inside is not None:
+            out.places[place] = bool(inside)
     return out
