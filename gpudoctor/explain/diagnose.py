@@ -84,6 +84,11 @@ class Diagnoser:
         sig = hit.sig
         values, flags = self._values(hit)
         out: List[_Proposal] = []
+        if sig.program_bug_if and _values_ok(sig.program_bug_if, values):
+            # e.g. an Xid whose cause is the application: what the program did, not the machine
+            notes.append(Note(sig.id, "program_bug", (fill_sentences(sig.titles, values) or [sig.title])[0], hit.source,
+                              hit.lines, hit.excerpt, fill_sentences(sig.explanation, values)))
+            return []
         if _flags_ok(sig.requires, sig.excludes, flags):
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
             main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature", sig.titles)
