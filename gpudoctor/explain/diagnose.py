@@ -40,6 +40,17 @@ def _values_ok(if_value: Mapping[str, str], values: Mapping[str, Any]) -> bool:
     return all(needle.lower() in display(values.get(name) or "").lower() for name, needle in if_value.items())
 
 
+def _near(a: Hit, b: Hit) -> bool:
+    return a.source == b.source and any(abs(x - y) <= 1 for x in a.lines for y in b.lines)
+
+
+def _without_covered_fallbacks(proposals: List["_Proposal"]) -> List["_Proposal"]:
+    """A generic reading ("CUDA failed to initialize") gives way to a specific one of the same lines
+    ("... failed to initialize CUDA: system not yet initialized"), but still speaks where nothing else does."""
+    specific = [p.hit for p in proposals if not p.hit.sig.fallback]
+    return [p for p in proposals if not p.hit.sig.fallback or not any(_near(p.hit, h) for h in specific)]
+
+
 @dataclass
 class _Proposal:
     family: str
@@ -67,10 +78,15 @@ class Diagnoser:
                 suppressed.setdefault(target, set()).add(h.sig.id)
         proposals: List[_Proposal] = []
         for hit in hits:
-            if hit.sig.kind == "diagnosis" and hit.sig.id not in suppressed:
+            if hit.sig.id in suppressed:
+                continue
+            if hit.sig.kind == "diagnosis":
                 proposals.extend(self._propose(hit, notes))
+            else:        # a note, unless a clue in the text says the machine is the problem (a Mac, a container)
+                proposals.extend(self._alternatives(hit, *self._values(hit), clued_only=True))
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
+        proposals = _without_covered_fallbacks(proposals)
         diagnoses = self._merge(proposals)
         self._attach_differentials(diagnoses, proposals)
         return diagnoses, notes
@@ -101,12 +117,18 @@ class Diagnoser:
                 main.recipe = main.analysis.recipe or main.recipe
                 main.sentences = main.sentences + main.analysis.explanation
             out.append(main)
-        for alt in sig.alternatives:
-            if alt.specificity is not None and _flags_ok(alt.requires, alt.excludes, flags) \
-                    and _values_ok(alt.if_value, values):
-                out.append(_Proposal(alt.family, alt.recipe, alt.specificity, hit,
-                                     list(alt.explanation or sig.explanation), "alternative", alt.title))
+        out += self._alternatives(hit, values, flags)
         return out + self._decided(hit, flags, out)
+
+    @staticmethod
+    def _alternatives(hit: Hit, values: Mapping[str, Any], flags: Set[str], clued_only: bool = False) -> List[_Proposal]:
+        """The other families the message proposes here; ``clued_only``: only those a clue (``requires``) lifts."""
+        sig = hit.sig
+        return [_Proposal(alt.family, alt.recipe, alt.specificity, hit, list(alt.explanation or sig.explanation),
+                          "alternative", alt.title)
+                for alt in sig.alternatives
+                if alt.specificity is not None and (alt.requires or not clued_only)
+                and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
         """A family this message can mean that the checks find on the recorded machine, when the text did not
