@@ -67,6 +67,45 @@ FIRST = [
      "not signed by a key that is trusted by the kernel.", "secure_boot_module_unsigned"),
     ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n$ mokutil --sb-state\n"
      "SecureBoot enabled", "secure_boot_module_unsigned"),
+    # cuDNN's own status words and other frameworks' version checks
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH", "cudnn_mismatch_or_missing"),
+    ("Could not load symbol cudnnCreate. Error: /opt/venv/lib/libcudnn.so.9: undefined symbol: cudnnCreate",
+     "cudnn_mismatch_or_missing"),
+    ("WARNING: the framework is compiled with cuDNN 8.9, but the cuDNN found on this machine is 8.2",
+     "cudnn_mismatch_or_missing"),
+    # the GPU older than the build, in other libraries' words
+    ("NotImplementedError: `cutlassF` is not supported because: requires device with capability > (7, 0) but your "
+     "GPU has capability (6, 1) (too old)", "arch_unsupported"),
+    ("ValueError: GPUs with compute capability < 7.0 are not supported.", "arch_unsupported"),
+    ("ptxas fatal   : Value 'sm_100' is not defined for option 'gpu-name'", "extension_build_mismatch"),
+    # the kernel module: installer, DKMS, plain words
+    ("ERROR: Unable to load the 'nvidia-drm' kernel module.", "driver_not_loaded"),
+    ("Error! Bad return status for module build on kernel: 6.9.3-arch1-1 (x86_64)", "driver_not_loaded"),
+    ("the NVIDIA driver is not loaded after the update", "driver_not_loaded"),
+    ("nvidia-smi: error while loading shared libraries: libnvidia-ml.so.1: cannot open shared object file: No such "
+     "file or directory", "driver_not_loaded"),
+    # extension builds
+    ("      RuntimeError: Error compiling objects for extension\n      ERROR: Failed building wheel for mamba-ssm",
+     "extension_build_mismatch"),
+    # container runtimes without the NVIDIA pieces
+    ("Error: crun: executable file `nvidia-container-runtime-hook` not found in $PATH: No such file or directory",
+     "no_device_in_container"),
+    ("stderr: nvidia-container-cli: ldcache error: open failed: /sbin/ldconfig.real: no such file or directory",
+     "no_device_in_container"),
+    ("== PyTorch ==\nWARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+     "no_device_in_container"),
+    # more GPUs asked for than CUDA shows
+    ("ValueError: tensor parallel size 8 exceeds the number of visible GPUs in this node", "cuda_visible_devices"),
+    # vLLM's KV cache, TensorFlow's OOM without a shape, NCCL's numbered errors
+    ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in "
+     "KV cache (40960).", "oom"),
+    ("(0) Resource exhausted: OOM when allocating tensor", "oom"),
+    ("RuntimeError: NCCL Error 3: internal error", "nccl_errors"),
+    # a suspend named next to a CUDA that went away
+    ("after resuming from suspend: RuntimeError: No CUDA GPUs are available", "suspend_resume_uvm"),
+    ("print(torch.cuda.is_available())  # False since the laptop woke up from suspend", "suspend_resume_uvm"),
+    # nouveau named by lspci alone
+    ("\tKernel driver in use: nouveau\n\tKernel modules: nvidiafb, nouveau", "nouveau_conflict"),
     # nvidia-smi's and NVML's own sentences in other letter cases and tools
     ("gpustat: pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "driver_not_loaded"),
     ("nvtop: NVML ERROR: Driver/Library Version Mismatch", "driver_library_mismatch"),
@@ -75,9 +114,22 @@ FIRST = [
 
 @pytest.mark.parametrize("text,family", FIRST, ids=[f"{f}-{i}" for i, (_, f) in enumerate(FIRST)])
 def test_the_class_is_named_first(text, family):
-    d = explain_text(text).diagnoses
+    d = explain_text(text.replace("\\n", "\n").replace("\\t", "\t")).diagnoses
     assert d, "no diagnosis"
     assert d[0].family == family, [x.family for x in d]
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous "
+    "input.",
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm(handle, opa, opb, m, n, k)`",
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)",
+    "the loss becomes nan after a few hundred steps on the GPU",
+    "GPU utilization stays at 30% while training, is the dataloader the bottleneck?",
+    "| 30%   38C    P8    21W / 350W |      5MiB / 24576MiB |      0%      Default |",
+])
+def test_texts_that_are_no_environment_problem_get_no_diagnosis(text):
+    assert explain_text(text).diagnoses == []
 
 
 def test_secure_boot_said_to_be_off_is_no_clue():
