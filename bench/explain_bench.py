@@ -86,7 +86,7 @@ _CLASS_OUT = {"d": "[0-9]", "s": "[[:space:]]", "w": "[[:alnum:]_]", "S": "[^[:s
 
 def to_ere(pattern: str, ignore_case: bool) -> str:
     """Python regex (the catalog's subset) -> POSIX ERE for grep -E."""
-    p, out, i, inclass = pattern.replace("[^\\n]", "."), [], 0, False
+    p, out, i, inclass, opened = pattern.replace("[^\\n]", "."), [], 0, False, 0
     while i < len(p):
         ch = p[i]
         if ch == "\\" and i + 1 < len(p):
@@ -95,7 +95,7 @@ def to_ere(pattern: str, ignore_case: bool) -> str:
             i += 2
             continue
         if inclass:
-            if ch == "]" and out[-1] not in ("[", "[^"):
+            if ch == "]" and "".join(out[opened:]):       # a "]" first in the class is a literal
                 inclass = False
             elif ignore_case and ch.isalpha():
                 ch = ch.lower() + ch.upper()
@@ -105,6 +105,7 @@ def to_ere(pattern: str, ignore_case: bool) -> str:
         if ch == "[":
             inclass = True
             out.append("[^" if p[i + 1:i + 2] == "^" else "[")
+            opened = len(out)
             i += 2 if p[i + 1:i + 2] == "^" else 1
             continue
         if ch == "(" and p[i + 1:i + 2] == "?":
