@@ -104,6 +104,16 @@ FIRST = [
     # a suspend named next to a CUDA that went away
     ("after resuming from suspend: RuntimeError: No CUDA GPUs are available", "suspend_resume_uvm"),
     ("print(torch.cuda.is_available())  # False since the laptop woke up from suspend", "suspend_resume_uvm"),
+    # DKMS and module-loading failures in dkms's and the kernel's words
+    ("ERROR: Failed to run `/usr/sbin/dkms build -m nvidia -v 550.90.07 -k 6.8.0-40-generic`: Error! Bad return "
+     "status", "driver_not_loaded"),
+    ("Error! Build of nvidia.ko failed for: 6.11.0-8-generic (x86_64)", "driver_not_loaded"),
+    ("[    9.23] nvidia: Unknown symbol drm_gem_prime_fd_to_handle (err -2)", "driver_not_loaded"),
+    ("$ lsmod | grep nouveau\nnouveau              2945024  3", "nouveau_conflict"),
+    ("RuntimeError: CUDA error: unknown error", "suspend_resume_uvm"),
+    ("docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: "
+     "error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+     "Auto-detected mode as 'legacy'", "no_device_in_container"),
     # nouveau named by lspci alone
     ("\tKernel driver in use: nouveau\n\tKernel modules: nvidiafb, nouveau", "nouveau_conflict"),
     # nvidia-smi's and NVML's own sentences in other letter cases and tools
