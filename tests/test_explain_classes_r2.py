@@ -110,10 +110,25 @@ FIRST = [
     ("Error! Build of nvidia.ko failed for: 6.11.0-8-generic (x86_64)", "driver_not_loaded"),
     ("[    9.23] nvidia: Unknown symbol drm_gem_prime_fd_to_handle (err -2)", "driver_not_loaded"),
     ("$ lsmod | grep nouveau\nnouveau              2945024  3", "nouveau_conflict"),
-    ("RuntimeError: CUDA error: unknown error", "suspend_resume_uvm"),
+    ("RuntimeError: CUDA error: unknown error", "cuda_init_error_other"),
+    ("the laptop woke up from suspend and now: RuntimeError: CUDA error: unknown error", "suspend_resume_uvm"),
     ("docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: "
      "error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
      "Auto-detected mode as 'legacy'", "no_device_in_container"),
+    # brittle literal forms: other tools' abbreviations, doubled spaces, another script right before False,
+    # paths cut off before their closing quote, people's paraphrases, a bare C++ symbol
+    ("level=WARN msg=\"unable to load cudart\" error=\"cudart init failure: 999\"", "cuda_init_error_other"),
+    ("RuntimeError: Found no NVIDIA   driver on your system.", "no_nvidia_gpu"),
+    ("print(torch.cuda.is_available()) 结果是False", "torch_cpu_build"),
+    ("LoadLibrary failed with error 126 \"\" when trying to load \"C:\\app\\onnxruntime_providers_cuda.dll",
+     "cudnn_mismatch_or_missing"),
+    ("after the reboot nvidia-smi says it cannot communicate to the driver", "driver_not_loaded"),
+    ("the nvidia module never loads because nouveau is still loaded at boot", "nouveau_conflict"),
+    ("ImportError: undefined symbol: _ZN2at4_ops5zeros4callEN3c108ArrayRef", "extension_build_mismatch"),
+    # TensorFlow's CUDA diagnostics, in a container named only by its default hostname
+    ("I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:121] hostname: 4f1c2a9b8d7e\nI tensorflow/stream_executor/"
+     "cuda/cuda_diagnostics.cc:150] kernel reported version is: Not found: could not open driver version path",
+     "no_device_in_container"),
     # nouveau named by lspci alone
     ("\tKernel driver in use: nouveau\n\tKernel modules: nvidiafb, nouveau", "nouveau_conflict"),
     # nvidia-smi's and NVML's own sentences in other letter cases and tools
