@@ -101,9 +101,7 @@ class Diagnoser:
         values, flags = self._values(hit)
         out: List[_Proposal] = []
         if sig.program_bug_if and _values_ok(sig.program_bug_if, values):
-            # e.g. an Xid whose cause is the application: what the program did, not the machine
-            notes.append(Note(sig.id, "program_bug", (fill_sentences(sig.titles, values) or [sig.title])[0], hit.source,
-                              hit.lines, hit.excerpt, fill_sentences(sig.explanation, values)))
+            notes.append(self._note(hit, "program_bug"))    # an Xid the application causes: the program's doing
             return []
         if _flags_ok(sig.requires, sig.excludes, flags):
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
@@ -216,8 +214,8 @@ class Diagnoser:
             if d.family in listed and {p.hit.sig.id for p in proposals if p.family == d.family} == {sig_id}:
                 diagnoses.remove(d)
 
-    def _note(self, hit: Hit) -> Note:
+    def _note(self, hit: Hit, kind: Optional[str] = None) -> Note:
         values, _ = self._values(hit)
         title = (fill_sentences(hit.sig.titles, values) or [hit.sig.title])[0]
-        return Note(hit.sig.id, hit.sig.kind, title, hit.source, hit.lines, hit.excerpt,
+        return Note(hit.sig.id, kind or hit.sig.kind, title, hit.source, hit.lines, hit.excerpt,
                     fill_sentences(hit.sig.explanation, values))
