@@ -3,11 +3,15 @@
     python bench/explain_accuracy.py                       # every set below, frozen test set included
     python bench/explain_accuracy.py --sets dev eval tune  # the sets that may be tuned to
     python bench/explain_accuracy.py --misses tune         # ids of the tune set's misses (never the frozen set)
+    python bench/explain_accuracy.py --sets round1-a round1-b   # round 2's own hold-out (see below)
 
 Sets: fixtures/errors-dev/cases.jsonl (dev), tests/data/explain_eval.jsonl (eval, lines of
 ``text``/``family``), fixtures/errors-real/tune.jsonl (tune) and
 fixtures/errors-real/frozen-test-2.jsonl (frozen: never read case by case; this script prints only
-aggregate figures for it, and refuses ``--misses`` on it).
+aggregate figures for it, and refuses ``--misses`` on it), and fixtures/errors-real/round1-frozen.jsonl
+(round1: round 1's frozen set, tunable from round 2 on). round1-a and round1-b are its two halves,
+split by thread (``sha256("round2:" + lowercased source URL without fragment)``, even or odd): round 2
+tuned to round1-a and held round1-b out, measuring it only at milestones, so ``--misses`` refuses it too.
 
 Scoring rule (fixed before the first run):
 - The input is the case's error text, run in-process through ``explain_text`` with the
@@ -30,6 +34,7 @@ Only aggregate numbers are printed, never case texts.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections import defaultdict
@@ -47,7 +52,21 @@ SETS = {
     "round1": ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl",
     "frozen": ROOT / "fixtures" / "errors-real" / "frozen-test-2.jsonl",
 }
-FROZEN = ("frozen",)
+HALVES = {"round1-a": ("round1", 0), "round1-b": ("round1", 1)}
+FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
+
+
+def half(source: str) -> int:
+    """0 or 1: which half of a set a thread's case falls in (fixed by the thread, not by the case)."""
+    key = "round2:" + source.split("#", 1)[0].strip().lower()
+    return hashlib.sha256(key.encode()).digest()[-1] % 2
+
+
+def cases_of(name: str) -> List[dict]:
+    if name in HALVES:
+        whole, which = HALVES[name]
+        return [c for c in load(SETS[whole]) if half(c["source"]) == which]
+    return load(SETS[name])
 
 
 def load(path: Path) -> List[dict]:
@@ -58,7 +77,8 @@ def load(path: Path) -> List[dict]:
             continue
         raw = json.loads(line)
         families = list(raw.get("categories") or [raw["family"]])
-        out.append({"id": raw.get("id") or raw.get("source") or f"line {n}", "text": raw.get("error_text", raw.get("text")),
+        out.append({"id": raw.get("id") or raw.get("source") or f"line {n}", "source": raw.get("source") or "",
+                    "text": raw.get("error_text", raw.get("text")),
                     "families": families, "environment": raw.get("environment") or {}})
     return out
 
@@ -111,23 +131,25 @@ def table(name: str, cases: List[dict], results: List[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", nargs="+", choices=sorted(SETS), default=list(SETS))
-    ap.add_argument("--misses", choices=sorted(set(SETS) - set(FROZEN)),
+    ap.add_argument("--sets", nargs="+", choices=sorted({*SETS, *HALVES}), default=list(SETS))
+    ap.add_argument("--misses", choices=sorted({*SETS, *HALVES} - set(FROZEN)),
                     help="list the ids, expected and found families of one tunable set's misses")
     args = ap.parse_args(argv)
     if args.misses:
-        cases = load(SETS[args.misses])
+        cases = cases_of(args.misses)
         for case in cases:
             res = outcome(case)
             if not res["top1"]:
                 print(f"{case['id']}: want {case['families']}, got {res['got'][:4]}")
         return 0
     for name in args.sets:
-        if not SETS[name].is_file():  # the frozen set of the next round may not be collected yet
-            print(f"== {name}: {SETS[name].relative_to(ROOT)} is not there yet")
+        path = SETS[HALVES[name][0] if name in HALVES else name]
+        if not path.is_file():  # the frozen set of the next round may not be collected yet
+            print(f"== {name}: {path.relative_to(ROOT)} is not there yet")
             continue
-        cases = load(SETS[name])
-        print(table(f"{name} ({SETS[name].relative_to(ROOT)})", cases, [outcome(c) for c in cases]))
+        cases = cases_of(name)
+        label = f"{name} ({path.relative_to(ROOT)}{', half ' + str(HALVES[name][1]) if name in HALVES else ''})"
+        print(table(label, cases, [outcome(c) for c in cases]))
         print()
     return 0
 

@@ -6,7 +6,8 @@
 A signature with a differential (``tell_apart`` on itself and on its alternatives) ranks the
 causes of its message by how often each was the cause in real threads. The count of a
 candidate family is the number of cases of fixtures/errors-dev/cases.jsonl,
-fixtures/errors-real/tune.jsonl and tests/data/explain_eval.jsonl whose text the signature
+fixtures/errors-real/tune.jsonl, fixtures/errors-real/round1-frozen.jsonl (round 1's frozen set, tunable
+from round 2 on) and tests/data/explain_eval.jsonl whose text the signature
 matches and whose primary family is that candidate; ``threads`` lists their issue threads,
 and the signature's ``prior_of`` is how many of those cases it matched in all (causes that
 are no candidate included). The frozen test set is never read.
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SETS = (ROOT / "fixtures" / "errors-dev" / "cases.jsonl", ROOT / "fixtures" / "errors-real" / "tune.jsonl",
-        ROOT / "tests" / "data" / "explain_eval.jsonl")
+        ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl", ROOT / "tests" / "data" / "explain_eval.jsonl")
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 

@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from gpudoctor.explain.signature import (  # noqa: F401  (re-exported: the catalog's public names)
     KINDS, NOTES, STREAMED, VALUE_TYPES, Alternative, CatalogError, Prior, Signature, TellApart, parse)
+from gpudoctor.knowledge import smi_failures
 
 
 @dataclass
@@ -119,6 +120,20 @@ def _gates(listed: Iterable[str], signatures: Iterable[Signature]) -> Tuple[byte
     return tuple(g.encode() for g in gates)
 
 
+def _from_table(raw: Mapping, where: str) -> Mapping:
+    """A signature naming a row of nvidia-smi's failure table (``smi_failure``) takes that row's pattern, in any
+    letter case as the table matches it: explain, the nvidia-smi parsers and DRV001 read the message alike."""
+    row_id = raw.get("smi_failure")
+    if row_id is None:
+        return raw
+    if "patterns" in raw or "flags" in raw:
+        raise CatalogError(f"{where}: takes its pattern from smi_failure {row_id!r}, so it may not set patterns or flags")
+    row = next((f for f in smi_failures.failures() if f.id == row_id), None)
+    if row is None:
+        raise CatalogError(f"{where}: smi_failure {row_id!r} is not a row of nvidia_smi_failures.json")
+    return {**raw, "patterns": [row.pattern.pattern], "flags": "i"}
+
+
 def build(files: Iterable[Tuple[str, str]]) -> Catalog:
     """A catalog from (file name, JSON text) pairs; raises CatalogError naming the culprit."""
     meta: Dict = {}
@@ -133,7 +148,8 @@ def build(files: Iterable[Tuple[str, str]]) -> Catalog:
             meta = doc
             continue
         try:
-            signatures.extend(parse(raw, doc.get("family"), name) for raw in doc.get("signatures", ()))
+            signatures.extend(parse(_from_table(raw, f"{name}: {raw.get('id', '?')}"), doc.get("family"), name)
+                              for raw in doc.get("signatures", ()))
         except KeyError as exc:
             raise CatalogError(f"{name}: a signature has no {exc}") from None
         data.update(doc.get("tables") or {})

@@ -131,6 +131,10 @@ def _flags(values: Dict[str, Any]) -> Set[str]:
         last = _v(tf_windows_native_gpu_last())
         if last and (tf.major, tf.minor) > (last.major, last.minor):
             flags.add("tf_windows_no_gpu")
+        elif last:
+            flags.add("tf_windows_gpu_ok")    # a release that still had GPU support on native Windows
+    if str(values.get("torch_version") or "").endswith("+cpu"):
+        flags.add("torch_cpu_wheel")          # "2.1.2+cpu": PyTorch's CPU-only wheel
     return flags
 
 

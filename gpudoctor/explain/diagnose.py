@@ -40,6 +40,17 @@ def _values_ok(if_value: Mapping[str, str], values: Mapping[str, Any]) -> bool:
     return all(needle.lower() in display(values.get(name) or "").lower() for name, needle in if_value.items())
 
 
+def _near(a: Hit, b: Hit) -> bool:
+    return a.source == b.source and any(abs(x - y) <= 1 for x in a.lines for y in b.lines)
+
+
+def _without_covered_fallbacks(proposals: List["_Proposal"]) -> List["_Proposal"]:
+    """A generic reading ("CUDA failed to initialize") gives way to a specific one of the same lines
+    ("... failed to initialize CUDA: system not yet initialized"), but still speaks where nothing else does."""
+    specific = [p.hit for p in proposals if not p.hit.sig.fallback]
+    return [p for p in proposals if not p.hit.sig.fallback or not any(_near(p.hit, h) for h in specific)]
+
+
 @dataclass
 class _Proposal:
     family: str
@@ -67,10 +78,15 @@ class Diagnoser:
                 suppressed.setdefault(target, set()).add(h.sig.id)
         proposals: List[_Proposal] = []
         for hit in hits:
-            if hit.sig.kind == "diagnosis" and hit.sig.id not in suppressed:
+            if hit.sig.id in suppressed:
+                continue
+            if hit.sig.kind == "diagnosis":
                 proposals.extend(self._propose(hit, notes))
+            else:        # a note, unless a clue in the text says the machine is the problem (a Mac, a container)
+                proposals.extend(self._alternatives(hit, *self._values(hit), clued_only=True))
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
+        proposals = _without_covered_fallbacks(proposals)
         diagnoses = self._merge(proposals)
         self._attach_differentials(diagnoses, proposals)
         return diagnoses, notes
@@ -84,6 +100,9 @@ class Diagnoser:
         sig = hit.sig
         values, flags = self._values(hit)
         out: List[_Proposal] = []
+        if sig.program_bug_if and _values_ok(sig.program_bug_if, values):
+            notes.append(self._note(hit, "program_bug"))    # an Xid the application causes: the program's doing
+            return []
         if _flags_ok(sig.requires, sig.excludes, flags):
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
             main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature", sig.titles)
@@ -96,12 +115,18 @@ class Diagnoser:
                 main.recipe = main.analysis.recipe or main.recipe
                 main.sentences = main.sentences + main.analysis.explanation
             out.append(main)
-        for alt in sig.alternatives:
-            if alt.specificity is not None and _flags_ok(alt.requires, alt.excludes, flags) \
-                    and _values_ok(alt.if_value, values):
-                out.append(_Proposal(alt.family, alt.recipe, alt.specificity, hit,
-                                     list(alt.explanation or sig.explanation), "alternative", alt.title))
+        out += self._alternatives(hit, values, flags)
         return out + self._decided(hit, flags, out)
+
+    @staticmethod
+    def _alternatives(hit: Hit, values: Mapping[str, Any], flags: Set[str], clued_only: bool = False) -> List[_Proposal]:
+        """The other families the message proposes here; ``clued_only``: only those a clue (``requires``) lifts."""
+        sig = hit.sig
+        return [_Proposal(alt.family, alt.recipe, alt.specificity, hit, list(alt.explanation or sig.explanation),
+                          "alternative", alt.title)
+                for alt in sig.alternatives
+                if alt.specificity is not None and (alt.requires or not clued_only)
+                and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
         """A family this message can mean that the checks find on the recorded machine, when the text did not
@@ -189,8 +214,8 @@ class Diagnoser:
             if d.family in listed and {p.hit.sig.id for p in proposals if p.family == d.family} == {sig_id}:
                 diagnoses.remove(d)
 
-    def _note(self, hit: Hit) -> Note:
+    def _note(self, hit: Hit, kind: Optional[str] = None) -> Note:
         values, _ = self._values(hit)
         title = (fill_sentences(hit.sig.titles, values) or [hit.sig.title])[0]
-        return Note(hit.sig.id, hit.sig.kind, title, hit.source, hit.lines, hit.excerpt,
+        return Note(hit.sig.id, kind or hit.sig.kind, title, hit.source, hit.lines, hit.excerpt,
                     fill_sentences(hit.sig.explanation, values))

@@ -76,7 +76,7 @@ def view(facts) -> Optional[MachineView]:
     for finding in report.findings:
         out.findings.setdefault(finding.check_id, finding)
     for place in PLACES:
-        where = facts.get(place)  # Container / Wsl; None: unknown here, so neither place is ruled out
-        if where is not None:
-            out.places[place] = bool(where.inside)
+        inside = getattr(facts.get(place), "inside", None)  # Container / Wsl; None: unknown here,
+        if inside is not None:                                # so neither place is ruled out
+            out.places[place] = bool(inside)
     return out

@@ -90,6 +90,9 @@ class Signature:
     tell_apart: Optional[TellApart] = None  # for its own family, when it has a differential
     prior: Optional[Prior] = None
     prior_of: int = 0                       # real cases the signature matched when the priors were counted
+    smi_failure: Optional[str] = None       # the row of nvidia_smi_failures.json its pattern comes from
+    program_bug_if: Mapping[str, str] = field(default_factory=dict)   # value (derived too) -> needle: a note instead
+    fallback: bool = False                  # a generic reading, dropped where a specific one matched the same lines
 
     @property
     def differential(self) -> bool:
@@ -169,4 +172,6 @@ def parse(raw: Mapping, family: Optional[str], file: str) -> Signature:
         alternatives=tuple(_alternative(a, where) for a in raw.get("alternatives") or ()),
         drop_if_value=dict(raw.get("drop_if_value") or {}), recipe_values=dict(raw.get("recipe_values") or {}),
         analysis=raw.get("analysis"), window_lines=int(raw.get("window_lines", 1)), flag=raw.get("flag"),
-        examples=tuple(raw.get("examples") or ()), sources=_tuple(raw.get("sources")), file=file)
+        examples=tuple(raw.get("examples") or ()), sources=_tuple(raw.get("sources")), file=file,
+        smi_failure=raw.get("smi_failure"), program_bug_if=dict(raw.get("program_bug_if") or {}),
+        fallback=bool(raw.get("fallback", False)))
