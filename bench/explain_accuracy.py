@@ -3,15 +3,17 @@
     python bench/explain_accuracy.py                       # every set below, frozen test set included
     python bench/explain_accuracy.py --sets dev eval tune  # the sets that may be tuned to
     python bench/explain_accuracy.py --misses tune         # ids of the tune set's misses (never the frozen set)
-    python bench/explain_accuracy.py --sets round1-a round1-b   # round 2's own hold-out (see below)
+    python bench/explain_accuracy.py --sets round2-a round2-b   # a round's own hold-out (see below)
 
 Sets: fixtures/errors-dev/cases.jsonl (dev), tests/data/explain_eval.jsonl (eval, lines of
 ``text``/``family``), fixtures/errors-real/tune.jsonl (tune) and
-fixtures/errors-real/frozen-test-2.jsonl (frozen: never read case by case; this script prints only
-aggregate figures for it, and refuses ``--misses`` on it), and fixtures/errors-real/round1-frozen.jsonl
-(round1: round 1's frozen set, tunable from round 2 on). round1-a and round1-b are its two halves,
-split by thread (``sha256("round2:" + lowercased source URL without fragment)``, even or odd): round 2
-tuned to round1-a and held round1-b out, measuring it only at milestones, so ``--misses`` refuses it too.
+fixtures/errors-real/frozen-test-3.jsonl (frozen: never read case by case; this script prints only
+aggregate figures for it, and refuses ``--misses`` on it), fixtures/errors-real/round1-frozen.jsonl
+(round1: round 1's frozen set, tunable from round 2 on) and fixtures/errors-real/round2-frozen.jsonl
+(round2: round 2's frozen set, frozen-test-2, measured once at 124/161 and tunable from round 3 on).
+round1-a and round1-b are round1's two halves, split by thread (``sha256("round2:" + lowercased source
+URL without fragment)``, even or odd); round2-a and round2-b split round2 the same way with the salt
+"round3:". A round tunes to one half and holds the other out, measuring it only at milestones.
 
 Scoring rule (fixed before the first run):
 - The input is the case's error text, run in-process through ``explain_text`` with the
@@ -50,22 +52,25 @@ SETS = {
     "eval": ROOT / "tests" / "data" / "explain_eval.jsonl",
     "tune": ROOT / "fixtures" / "errors-real" / "tune.jsonl",
     "round1": ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl",
-    "frozen": ROOT / "fixtures" / "errors-real" / "frozen-test-2.jsonl",
+    "round2": ROOT / "fixtures" / "errors-real" / "round2-frozen.jsonl",
+    "frozen": ROOT / "fixtures" / "errors-real" / "frozen-test-3.jsonl",
 }
-HALVES = {"round1-a": ("round1", 0), "round1-b": ("round1", 1)}
+# Halves of a retired frozen set, split by thread with the salt of the round that split it.
+HALVES = {"round1-a": ("round1", 0, "round2:"), "round1-b": ("round1", 1, "round2:"),
+          "round2-a": ("round2", 0, "round3:"), "round2-b": ("round2", 1, "round3:")}
 FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
 
 
-def half(source: str) -> int:
+def half(source: str, salt: str = "round2:") -> int:
     """0 or 1: which half of a set a thread's case falls in (fixed by the thread, not by the case)."""
-    key = "round2:" + source.split("#", 1)[0].strip().lower()
+    key = salt + source.split("#", 1)[0].strip().lower()
     return hashlib.sha256(key.encode()).digest()[-1] % 2
 
 
 def cases_of(name: str) -> List[dict]:
     if name in HALVES:
-        whole, which = HALVES[name]
-        return [c for c in load(SETS[whole]) if half(c["source"]) == which]
+        whole, which, salt = HALVES[name]
+        return [c for c in load(SETS[whole]) if half(c["source"], salt) == which]
     return load(SETS[name])
 
 
