@@ -117,7 +117,8 @@ def test_a_failure_is_a_problem_named_by_its_diagnosis_once():
     assert got.exit_code is HookExit.PROBLEM and got.state == "problem" and got.lead == ""
     assert got.reasons == ["nvidia-smi cannot talk to the driver", "2 GPUs, expected 8"]
     assert got.line == "gpudoctor: nvidia-smi cannot talk to the driver; 2 GPUs, expected 8"
-    assert got.findings == findings
+    assert got.findings == findings and [d.cause for d in got.diagnoses] == [drv, lone]
+    assert got.to_dict()["diagnoses"][0]["family"] == "nouveau_conflict"
     # without diagnoses, each failure names itself
     assert decide(findings).reasons == ["nvidia-smi cannot talk to the driver", "nouveau holds the GPU",
                                         "2 GPUs, expected 8"]
@@ -138,6 +139,10 @@ def test_unknowns_prefer_the_ones_that_say_what_to_do_and_are_deduplicated():
     assert got.reasons == ["nvidia-smi timed out"]
     assert got.line == "gpudoctor: cannot tell: nvidia-smi timed out"
     assert decide([a, c, b]).reasons == ["the kernel log is not readable"]
+    assert (got.findings, got.lenient) == ([a, b, got.findings[2]], ())
+    diag = [Diagnosis("fam", Status.WARN, got.findings[2])]
+    unsure = decide([a, got.findings[2]], diag, lenient=("Z1",))
+    assert (unsure.diagnoses, unsure.lenient, unsure.findings) == (diag, ("Z1",), [a, got.findings[2]])
     assert decide([a], lenient=("A1",)).exit_code is HookExit.OK
     assert decide([a, _f("E1")]).exit_code is HookExit.PROBLEM  # a problem wins over an unknown
 
@@ -145,6 +150,9 @@ def test_unknowns_prefer_the_ones_that_say_what_to_do_and_are_deduplicated():
 def test_a_healthy_node_has_no_reason_and_says_ok_to_npd():
     got = decide([_f("A1", maker=ok), _f("B1", maker=warn), _f("C1", maker=unknown)], lenient=("C1",))
     assert (got.exit_code, got.state, got.line, got.reasons, got.lenient) == (HookExit.OK, "ok", "", [], ("C1",))
+    assert got.lead == "" and len(got.findings) == 3
+    diag = [Diagnosis("fam", Status.WARN, got.findings[1])]
+    assert decide(got.findings, diag).diagnoses == diag
     assert npd_message(got) == "gpudoctor: ok"
 
 
@@ -186,6 +194,9 @@ def test_reason_line_joins_parts_within_the_limit():
     exact = "gpudoctor: " + "x" * 30 + "; " + "y" * 30 + "; " + "z" * 30
     assert reason_line(parts, limit=len(exact)) == exact
     assert reason_line(parts, limit=len(exact) - 1).endswith(" (+1 more)")
+    # the "(+N more)" tail counts: two parts fit in 83 characters with it, not in 82
+    assert reason_line(parts, limit=11 + 62 + 10) == "gpudoctor: " + "x" * 30 + "; " + "y" * 30 + " (+1 more)"
+    assert reason_line(parts, limit=11 + 62 + 10 - 1) == "gpudoctor: " + "x" * 30 + " (+2 more)"
 
 
 def test_a_first_part_too_long_is_cut_with_an_ellipsis():
@@ -194,6 +205,7 @@ def test_a_first_part_too_long_is_cut_with_an_ellipsis():
     assert len(got) == 80
     assert reason_line(["a" * 300], limit=80) == "gpudoctor: " + "a" * 66 + "..."
     assert reason_line(["a" * 300], limit=20) == "gpudoctor: " + "a" * 10 + "..."   # never fewer than 10
+    assert reason_line(["word " * 60], limit=29) == "gpudoctor: word word word...", "the cut drops its trailing blank"
 
 
 def test_npd_message_fits_80_bytes():

@@ -111,3 +111,43 @@ def test_the_build_is_chosen_for_every_gpu_the_driver_and_the_os():
     facts = {"gpus": [], "driver_version": None, "target_os": "linux", "torch": None}
     none = torch_ways(SimpleNamespace(get=lambda k, d=None: facts.get(k, d)), f.get("torch_build"), None)
     assert none.driver_blocked is None and none.build.release == "1.12.1"
+
+
+def _ways(facts: dict, tb, need=None):
+    return torch_ways(SimpleNamespace(get=lambda k, d=None: facts.get(k, d)), tb, need)
+
+
+def test_the_os_decides_which_wheel_archs_apply():
+    # torch 2.9 cu130 wheels carry PTX for compute 12.0 on Linux only (ptx_linux_only); a GPU of a later
+    # major (a hypothetical CC 13.0) runs only that PTX
+    tb = replace(_facts("fw-torch-archs-silent-t4-cu124").get("torch_build"), version="2.9.0+cu130", cuda="13.0")
+    assert torch_archs(tb, "linux").archs[-1] == "compute_120"
+    assert "compute_120" not in torch_archs(tb, "windows").archs
+    gpu = _gpu("13.0", "Future GPU")
+    linux = {"gpus": [gpu], "driver_version": None, "target_os": "linux"}
+    assert _ways(linux, tb).driver_blocked is None
+    assert _ways({**linux, "target_os": "windows"}, tb).driver_blocked == \
+        "torch 2.9.0+cu130 has no kernels for Future GPU (sm_130), whatever the driver"
+
+
+def test_every_gpu_without_kernels_is_named_once_in_order():
+    tb = _facts("fw-torch-recent-on-p100").get("torch_build")
+    gpus = [_gpu("6.0", "Tesla P100", 0), _gpu("6.1", "GTX 1080", 1), _gpu("6.0", "Tesla P100", 2),
+            _gpu("8.0", "A100", 3)]
+    got = _ways({"gpus": gpus, "target_os": "linux"}, tb).driver_blocked
+    assert got == "torch 2.11.0+cu130 has no kernels for GTX 1080 (sm_61), Tesla P100 (sm_60), whatever the driver"
+
+
+def test_the_build_offered_runs_on_this_python():
+    # torch 2.11 has no kernels for the P100 on driver 510: an older release must run on the recorded Python
+    f = _facts("fw-torch-recent-on-p100")
+    tb = f.get("torch_build")
+    facts = {"gpus": f.get("gpus"), "driver_version": f.get("driver_version"), "target_os": "linux"}
+
+    def build(python):
+        b = _ways({**facts, "torch": SimpleNamespace(python_version=python)}, tb).build
+        return b and (b.release, b.variant.name, b.same_release)
+
+    assert build("3.11.2") == ("2.7", "cu118", False)
+    assert build("3.8.10") == ("2.4", "cu118", False)   # torch 2.5 and newer need Python 3.9
+    assert build("3.14.0") is None                        # no release with sm_60 kernels has 3.14 wheels
