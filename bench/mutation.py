@@ -44,10 +44,12 @@ TARGETS = {
                 "gpudoctor_checks/tensorflow_build.py", "gpudoctor_checks/cuda_toolkit.py",
                 "gpudoctor_checks/nouveau.py", "gpudoctor_checks/visible_devices.py"],
                ["tests/test_checks_system.py", "tests/test_framework_checks.py", "tests/test_visible_devices.py",
-                "tests/test_scenarios.py::test_scenario", "tests/test_scenarios.py::test_scenario_text_golden"]),
+                "tests/test_scenarios.py::test_scenario_findings_golden", "tests/test_scenarios.py::test_scenario",
+                "tests/test_scenarios.py::test_scenario_text_golden"]),
     "checks_rest": (["gpudoctor_checks/*"], ["tests/test_checks_system.py", "tests/test_framework_checks.py",
                                              "tests/test_fabric.py", "tests/test_host_compiler.py",
                                              "tests/test_node_health.py", "tests/test_node_health_dcgm.py",
+                                             "tests/test_scenarios.py::test_scenario_findings_golden",
                                              "tests/test_scenarios.py::test_scenario",
                                              "tests/test_scenarios.py::test_scenario_text_golden"],
                     ["gpudoctor_checks/driver.py", "gpudoctor_checks/torch_build.py", "gpudoctor_checks/torch_fixes.py",
@@ -56,7 +58,9 @@ TARGETS = {
     "memory": (["gpudoctor/memory/allocator.py", "gpudoctor/memory/fit.py", "gpudoctor/memory/activations.py",
                 "gpudoctor/memory/plan.py", "gpudoctor/memory/units.py", "gpudoctor/memory/states.py"],
                ["tests/test_memory_fit.py", "tests/test_memory_plan.py", "tests/test_memory_counts.py",
-                "tests/test_memory_read.py"]),
+                "tests/test_memory_read.py",
+                # imports torch in a child for 25 s; it pins read.py's parser, not these modules
+                "--deselect", "tests/test_memory_read.py::test_parser_follows_the_installed_torch_formatter"]),
     "engine": (["gpudoctor/engine.py"], ["tests/test_runner.py", "tests/test_plugins.py", "tests/test_scenarios.py"]),
     "facts": (["gpudoctor/facts/*"], ["tests/test_facts_core.py", "tests/test_facts_system.py",
                                       "tests/test_facts_typed.py", "tests/test_scenarios.py"]),
@@ -81,7 +85,7 @@ only_mutate = {json.dumps(mutate)}
 do_not_mutate = {json.dumps(skip[0] if skip else [])}
 also_copy = {json.dumps(COPIED)}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-W", "ignore"]
-pytest_add_cli_args_test_selection = {json.dumps([t for t in tests if (ROOT / t.split("::")[0]).exists()])}
+pytest_add_cli_args_test_selection = {json.dumps([t for t in tests if t.startswith("--") or (ROOT / t.split("::")[0]).exists()])}
 """
 
 
