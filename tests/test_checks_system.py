@@ -254,3 +254,29 @@ def test_mismatch_fix_is_given_once():
                                              "Failed to initialize NVML: Driver/library version mismatch\n", rc=18)})
     (finding,) = run_one(driver.driver_answers, Facts(s))
     assert finding.status.value == "fail" and finding.fix.kb_id == "driver_library_mismatch"
+
+
+# --- a hung nvidia-smi names its deadline readably ------------------------------------------------
+
+@pytest.mark.parametrize("s, text", [(10, "10s"), (10.4, "10s"), (30.0, "30s"), (2, "2s"), (2.0, "2s"),
+                                     (9.5, "9.5s"), (0.25, "0.2s"), (1.75, "1.8s")])
+def test_seconds_are_whole_from_ten_and_for_whole_values(s, text):
+    assert driver.seconds(s) == text
+
+
+def test_a_hung_nvidia_smi_fails_with_its_deadline():
+    hung = CommandResult(("nvidia-smi", "-q", "-x"), None, "", "", 2.5, timed_out=True)
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": hung, "lspci": LSPCI}))
+    assert f.status is Status.FAIL and f.title == "nvidia-smi did not answer within 2.5s"
+    assert f.fix.kb_id == "driver_hung"
+    assert [e.source for e in f.evidence] == ["command:nvidia_smi_xml", "command:lspci"]
+
+
+def test_nvidia_smi_printing_what_no_parser_reads_is_unknown_not_a_gpu():
+    garbage = ran(["nvidia-smi", "-q", "-x"], "Segmentation fault handler installed\nhello\n")
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": garbage}))
+    assert (f.status, f.cannot_tell) == (Status.SKIP, True)
+    assert f.title == "nvidia-smi printed something gpudoctor cannot read"
+    assert f.fix.kb_id == "smi_unreadable"
+    assert f.evidence[0].source == "command:nvidia_smi_xml"
+    assert f.evidence[0].excerpt == "Segmentation fault handler installed"
