@@ -325,3 +325,51 @@ def test_unparsable_driver_version_is_a_skip_not_a_crash():
                  frameworks={"torch": torch_rec("2.3.1+cu121", "12.1", SM50_90)})
     f = run(torch_build.torch_driver, s)
     assert f.status is Status.SKIP and "'N/A'" in f.title
+
+
+# --- the fixes behind TRC004 and TF003, chosen against the recorded machine ----------------------
+
+def _scenario_facts(name):
+    from gpudoctor.facts import Facts
+    from gpudoctor.snapshot_folder import load
+    from tests.scenarios import SCENARIOS
+
+    return Facts(load(str(SCENARIOS / name / "snapshot")))
+
+
+def test_torch_unavailable_because_the_driver_is_old_offers_the_driver_or_a_build_that_runs():
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    fix = torch_build._unavailable_fix(f, f["torch_build"], {"recipe": "driver_too_old"}, "unused")
+    assert fix.kb_id == "driver_too_old"
+    assert fix.summary == ("Driver 515.105.01 supports CUDA up to 11.7; torch 2.3.1+cu121 needs at least 525.60.13. "
+                           "Either upgrade the driver to 525.60.13 or newer, or install torch 2.3.1+cu118 (CUDA 11.8).")
+    assert fix.commands[-1] == ("/opt/conda/envs/train/bin/python -m pip install --force-reinstall 'torch==2.3.1' "
+                                "--index-url https://download.pytorch.org/whl/cu118")
+
+
+def test_torch_unavailable_for_another_cause_prints_that_causes_recipe():
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    fix = torch_build._unavailable_fix(f, f["torch_build"], None, "the UVM module is stuck")
+    assert fix.kb_id == "torch_cuda_unavailable" and fix.summary.startswith("Likely cause: the UVM module is stuck.")
+    assert fix.commands[0] == "/opt/conda/envs/train/bin/python -c 'import torch; torch.cuda.init()'"
+    other = torch_build._unavailable_fix(f, f["torch_build"], {"recipe": "nouveau_conflict"}, "x")
+    assert other.kb_id == "nouveau_conflict"
+
+
+def test_tensorflow_too_new_for_the_driver_offers_an_older_release_or_says_none_runs():
+    f = _scenario_facts("fw-tf-2.16-old-driver-515")
+    tf = f["tf_info"]
+    older = tensorflow_build._tf_driver_fix(f, tf, "525.60.13", "450.51.05", "linux")
+    assert older.kb_id == "driver_too_old"
+    assert older.summary.endswith("Either upgrade the driver to 525.60.13 or newer, or install TensorFlow 2.4.0 "
+                                  "(CUDA 11.0), which runs on it.")
+    assert "TensorFlow 2.16.1 needs at least 525.60.13" in older.summary
+    assert older.commands[-1].startswith("conda install -c conda-forge cudatoolkit=11.0 cudnn=8.0")
+    none = tensorflow_build._tf_driver_fix(f, tf, "525.60.13", "390.157", "linux")
+    assert none.summary.endswith("or (no TensorFlow release in gpudoctor's table runs on this driver).")
+    assert none.commands[-1] == "# none known: upgrade the driver"
+    assert tensorflow_build._newest_tf_for_driver("390.157", "linux") is None
+    assert tensorflow_build._newest_tf_for_driver("450.51.05", "linux").version == "2.4.0"
+    # Linux's minor-version compatibility starts at 450.80.02, Windows' at 452.39
+    assert tensorflow_build._newest_tf_for_driver("451.48", "linux").version == "2.14.0"
+    assert tensorflow_build._newest_tf_for_driver("451.48", "windows").version == "2.4.0"
