@@ -280,3 +280,34 @@ def test_nvidia_smi_printing_what_no_parser_reads_is_unknown_not_a_gpu():
     assert f.fix.kb_id == "smi_unreadable"
     assert f.evidence[0].source == "command:nvidia_smi_xml"
     assert f.evidence[0].excerpt == "Segmentation fault handler installed"
+
+
+NO_SMI = CommandResult(("nvidia-smi",), error="not found")
+
+
+def test_a_gpu_without_nvidia_smi_on_a_host_means_the_driver_is_not_installed():
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": NO_SMI, "lspci": LSPCI}))
+    assert (f.status, f.title) == (Status.FAIL, "an NVIDIA GPU is present but the NVIDIA driver is not installed")
+    assert [(e.source, e.excerpt) for e in f.evidence] == [
+        ("command:nvidia_smi_xml", "`nvidia-smi`: not found"),
+        ("command:lspci", "01:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)")]
+    assert f.fix.kb_id == "driver_not_installed" and f.fix.commands[-1] == "sudo reboot"
+
+
+def test_a_container_given_neither_gpu_nor_nvidia_smi_names_its_kind():
+    s = snap(commands={"nvidia_smi_xml": NO_SMI}, files={"/.dockerenv": ""}, listings={"/dev": ["nvidiactl"]})
+    f = one(driver.driver_answers, s)
+    assert f.status is Status.FAIL
+    assert f.title == "the host has an NVIDIA driver, but no GPU and no nvidia-smi were passed into this docker container"
+    assert [(e.source, e.excerpt) for e in f.evidence][1] == ("listing:/dev", "/dev/nvidiactl")
+    assert f.fix.kb_id == "no_device_in_container"
+    assert f.fix.commands[1].startswith("docker run --rm --gpus all <image> nvidia-smi")
+
+
+def test_a_container_given_the_gpu_but_not_nvidia_smi_lacks_the_utility_capability():
+    s = snap(commands={"nvidia_smi_xml": NO_SMI}, files={"/.dockerenv": ""}, listings={"/dev": ["nvidia0", "nvidiactl"]})
+    f = one(driver.driver_answers, s)
+    assert (f.status, f.title) == (Status.WARN, "the GPU was passed into this docker container but nvidia-smi was not: "
+                                                "the 'utility' driver capability is missing")
+    assert f.fix.summary == "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)."
+    assert f.evidence[1].excerpt == "/dev/nvidia0 /dev/nvidiactl"
