@@ -311,3 +311,21 @@ def test_a_container_given_the_gpu_but_not_nvidia_smi_lacks_the_utility_capabili
                                                 "the 'utility' driver capability is missing")
     assert f.fix.summary == "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)."
     assert f.evidence[1].excerpt == "/dev/nvidia0 /dev/nvidiactl"
+
+
+def test_nou002_names_at_most_two_gpus_from_lspci_else_from_nvidia_smi():
+    from pathlib import Path
+
+    three = ran(["lspci"], "".join(f"0{i}:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 "
+                                   "[GeForce RTX 3090] [10de:2204] (rev a1)\n" for i in (1, 2, 3)))
+    f = one(nouveau.nouveau_blacklisted, snap(listings={"/etc/modprobe.d": []}, commands={"lspci": three}))
+    assert f.status is Status.WARN
+    assert (f.evidence[0].source, f.evidence[0].excerpt) == (
+        "command:lspci", "01:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1); "
+                         "02:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)")
+    xml = (Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" /
+           "tesla-k80-x4_driver-430.26_cuda-not-found_processes.xml").read_text()
+    s = snap(listings={"/etc/modprobe.d": []}, commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml)})
+    f = one(nouveau.nouveau_blacklisted, s)
+    assert f.status is Status.WARN and f.evidence[0].source == "command:nvidia_smi_xml"
+    assert f.evidence[0].excerpt == "GPU 0 (Tesla K80), GPU 1 (Tesla K80)"

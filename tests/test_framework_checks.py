@@ -373,3 +373,51 @@ def test_tensorflow_too_new_for_the_driver_offers_an_older_release_or_says_none_
     # Linux's minor-version compatibility starts at 450.80.02, Windows' at 452.39
     assert tensorflow_build._newest_tf_for_driver("451.48", "linux").version == "2.14.0"
     assert tensorflow_build._newest_tf_for_driver("451.48", "windows").version == "2.4.0"
+
+
+class _Override:
+    """A recorded machine's facts with some replaced (a what-if on one fact)."""
+
+    def __init__(self, f, **over):
+        self._f, self._over = f, over
+
+    def get(self, k, d=None):
+        return self._over[k] if k in self._over else self._f.get(k, d)
+
+    def __getitem__(self, k):
+        return self._over[k] if k in self._over else self._f[k]
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+def test_trc002_fix_when_no_driver_helps_offers_another_build():
+    from gpudoctor_checks import torch_fixes
+
+    f = _scenario_facts("fw-torch-recent-on-p100")
+    fix = torch_fixes.driver_fix(f, f["torch_build"], "580.65.06")
+    assert fix.kb_id == "framework_build_for_driver"
+    assert fix.summary == ("torch 2.11.0+cu130 needs driver 580.65.06 or newer, which is no way out here: torch "
+                           "2.11.0+cu130 has no kernels for Tesla P100-PCIE-16GB (sm_60), whatever the driver. "
+                           "Install torch 2.7.*+cu118 (CUDA 11.8) instead.")
+    assert fix.commands[0] == ("/usr/bin/python3 -m pip install --force-reinstall 'torch==2.7.*' "
+                               "--index-url https://download.pytorch.org/whl/cu118")
+
+
+def test_trc002_fix_says_when_no_build_fits_this_python():
+    from dataclasses import replace
+
+    from gpudoctor_checks import torch_fixes
+
+    f = _scenario_facts("fw-torch-recent-on-p100")
+    py314 = _Override(f, torch=replace(f["torch"], python_version="3.14.0"))
+    blocked = torch_fixes.driver_fix(py314, f["torch_build"], "580.65.06")
+    assert blocked.kb_id == "framework_build_for_driver"
+    assert blocked.commands[0] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+    assert "(no torch build in gpudoctor's table fits this driver, these GPUs and this Python)" in blocked.summary
+    turing = _Override(f, torch=py314["torch"], gpus=[replace(g, compute_cap="7.5") for g in f["gpus"]])
+    old = torch_fixes.driver_fix(turing, f["torch_build"], "580.65.06")
+    assert old.kb_id == "driver_too_old"
+    assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or (no torch build in gpudoctor's "
+                                "table fits this driver, these GPUs and this Python).")
+    assert old.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
