@@ -329,3 +329,20 @@ def test_nou002_names_at_most_two_gpus_from_lspci_else_from_nvidia_smi():
     f = one(nouveau.nouveau_blacklisted, s)
     assert f.status is Status.WARN and f.evidence[0].source == "command:nvidia_smi_xml"
     assert f.evidence[0].excerpt == "GPU 0 (Tesla K80), GPU 1 (Tesla K80)"
+
+
+def test_lookups_that_disagree_with_no_chosen_toolkit_settle_on_the_newest():
+    s = snap(files={"/usr/local/cuda-11.8/version.json": '{"cuda": {"version": "11.8.0"}}',
+                    "/usr/local/cuda-12.4/version.json": '{"cuda": {"version": "12.4.1"}}',
+                    "/usr/local/cuda-12.1/version.json": '{"cuda": {"version": "12.1.1"}}',
+                    "/proc/driver/nvidia/version": NVRM.format("550.54.15")},
+             env={"LD_LIBRARY_PATH": "/usr/local/cuda-11.8/lib64:/opt/x/lib:/usr/local/cuda-12.1/lib64/",
+                  "PATH": "/usr/local/cuda-12.1/bin/:/usr/bin"},
+             listings={"/usr/local": ["cuda-11.8", "cuda-12.4", "cuda-12.1"]})
+    f = one(cuda_toolkit.toolkit_paths, s)
+    assert (f.status, f.title) == (Status.WARN, "CUDA lookups disagree: LD_LIBRARY_PATH -> 11.8, LD_LIBRARY_PATH -> 12.1")
+    # every toolkit directory leaves PATH and LD_LIBRARY_PATH (a trailing slash too), the newest goes first
+    assert f.fix.commands[:4] == ("export CUDA_HOME=/usr/local/cuda-12.4", "export PATH=/usr/local/cuda-12.4/bin:/usr/bin",
+                                  "export LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64:/opt/x/lib",
+                                  "nvcc --version    # now: release 12.4")
+    assert f.fix.commands[4].endswith("instead of the ones naming /usr/local/cuda-11.8, /usr/local/cuda-12.1")
