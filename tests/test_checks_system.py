@@ -346,3 +346,41 @@ def test_lookups_that_disagree_with_no_chosen_toolkit_settle_on_the_newest():
                                   "export LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64:/opt/x/lib",
                                   "nvcc --version    # now: release 12.4")
     assert f.fix.commands[4].endswith("instead of the ones naming /usr/local/cuda-11.8, /usr/local/cuda-12.1")
+
+
+# --- CVD001: what the value hides, and what to set instead -----------------------------------------
+
+def _k80_cvd(env, files=None):
+    from pathlib import Path
+
+    from gpudoctor_checks import visible_devices as cvd
+
+    xml = (Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" /
+           "tesla-k80-x4_driver-430.26_cuda-not-found_processes.xml").read_text()
+    return one(cvd.cuda_visible_devices, snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml)},
+                                              env=env, files=files or {}))
+
+
+def test_cvd001_in_a_container_reminds_that_its_gpus_are_numbered_from_zero():
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": "2,3"}, {"/.dockerenv": ""})
+    assert (f.status, f.title) == (Status.FAIL, "CUDA_VISIBLE_DEVICES='5' hides all 4 GPU(s): CUDA programs see none")
+    assert f.detail == ("GPU 5 does not exist: this machine shows 4 GPU(s), numbered 0 to 3. Inside this container "
+                        "(NVIDIA_VISIBLE_DEVICES=2,3) the GPUs it was given are numbered from 0: use 0, 1, ... here, "
+                        "not the host's numbers.")
+    assert f.fix.commands[1] == "export CUDA_VISIBLE_DEVICES=0"   # it names no GPU: the first
+    for nvd in ("all", "void", "none"):
+        assert _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": nvd}, {"/.dockerenv": ""}).detail == \
+            "GPU 5 does not exist: this machine shows 4 GPU(s), numbered 0 to 3."
+    assert "Inside this container" not in _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": "2"}).detail
+
+
+def test_cvd001_suggests_each_gpu_the_value_names_once_by_uuid():
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "1,x,3,1"})
+    assert f.title == "CUDA_VISIBLE_DEVICES='1,x,3,1': CUDA sees 1 of 4 GPU(s) (cuda:0 = GPU 1); x, 3, 1 silently dropped"
+    assert f.fix.commands[1] == ("export CUDA_VISIBLE_DEVICES=GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1,"
+                                 "GPU-3341aba2-f01d-2c1f-7dd4-e389779faec2")
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "1,,2"})
+    assert f.detail == ("An empty entry (two commas in a row, or a trailing comma): CUDA stops reading the list there "
+                        "(2 after it is ignored too).")
+    assert f.fix.commands[1] == ("export CUDA_VISIBLE_DEVICES=GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1,"
+                                 "GPU-30bc2701-3bc2-5f35-0ebd-9867a077e138")
