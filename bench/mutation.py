@@ -3,6 +3,7 @@
     python bench/mutation.py                 # every target, fresh
     python bench/mutation.py diagnoses hook  # some targets
     python bench/mutation.py --again hook    # re-test only the survivors (after adding tests)
+    python bench/mutation.py --resume checks # go on with the mutants an interrupted run left
     python bench/mutation.py --survivors hook  # list them (mutmut show NAME in .mutation/hook)
 
 Why a staging folder per target (``.mutation/<target>``, ignored by git): mutmut names a mutant by
@@ -120,17 +121,21 @@ def results(where: Path) -> dict:
 
 
 def summary(target: str, res: dict) -> str:
+    """One line per target; the score counts killed and timed-out mutants among those tested."""
     count = {s: sum(1 for v in res.values() if v == s) for s in ("killed", "survived", "timeout", "no tests")}
-    judged = count["killed"] + count["survived"] + count["timeout"] + count["no tests"]
+    judged = sum(count.values())
     score = 100.0 * (count["killed"] + count["timeout"]) / judged if judged else 0.0
+    untested = len(res) - judged
     return (f"{target:16} mutants {len(res):5}  killed {count['killed']:5}  survived {count['survived']:4}  "
-            f"timeout {count['timeout']:3}  no-tests {count['no tests']:4}  score {score:5.1f}%")
+            f"timeout {count['timeout']:3}  no-tests {count['no tests']:4}  score {score:5.1f}%"
+            + (f"  (NOT TESTED YET: {untested})" if untested else ""))
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("targets", nargs="*", default=list(TARGETS))
     p.add_argument("--again", action="store_true", help="keep the stage; re-test only the survivors")
+    p.add_argument("--resume", action="store_true", help="keep the stage; test the mutants not tested yet")
     p.add_argument("--survivors", action="store_true", help="list the survivors of the last run")
     p.add_argument("--max-children", default="2")
     a = p.parse_args(argv)
@@ -139,7 +144,7 @@ def main(argv=None) -> int:
         if a.survivors:
             print("\n".join(sorted(k for k, v in results(STAGE / target).items() if v == "survived")))
             continue
-        where = stage(target, fresh=not a.again)
+        where = stage(target, fresh=not (a.again or a.resume))
         names = sorted(k for k, v in results(where).items() if v in ("survived", "no tests")) if a.again else []
         if a.again and not names:
             print(f"{target}: no survivors to re-test")
