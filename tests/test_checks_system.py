@@ -384,3 +384,32 @@ def test_cvd001_suggests_each_gpu_the_value_names_once_by_uuid():
                         "(2 after it is ignored too).")
     assert f.fix.commands[1] == ("export CUDA_VISIBLE_DEVICES=GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1,"
                                  "GPU-30bc2701-3bc2-5f35-0ebd-9867a077e138")
+
+
+def test_cuda001_failure_names_the_rule_the_driver_and_the_way_out():
+    f = one(cuda_toolkit.toolkit_driver_fit, _toolkit("13.0.1", "575.57.08"))
+    assert f.title == "CUDA 13.0.1 at /usr/local/cuda-13.0 needs driver >= 580; this machine has 575.57.08"
+    assert f.detail == ("CUDA 13.0.1 needs driver >= 580 (CUDA minor-version compatibility) and 580.82.07 for all its "
+                        "features. Nothing built with this toolkit can start on this driver ('CUDA driver version is "
+                        "insufficient for CUDA runtime version').")
+    assert [(e.source, e.excerpt) for e in f.evidence] == [
+        ("file:/usr/local/cuda-13.0/version.json", "CUDA 13.0.1 at /usr/local/cuda-13.0"),
+        ("file:/proc/driver/nvidia/version", "driver 575.57.08 (supports CUDA up to 12.9)")]
+    assert f.fix.kb_id == "cuda_toolkit_too_new"
+    assert f.fix.summary == ("Upgrade the driver to 580.82.07 or newer (branch 580), or build with a toolkit this "
+                             "driver supports (CUDA 12.9 or older).")
+    old = one(cuda_toolkit.toolkit_driver_fit, _toolkit("10.2.89", "418.87.01"))
+    assert old.detail.startswith("CUDA 10.2.89 needs driver >= 440.33 (the driver it shipped with). Nothing built")
+    assert old.fix.commands[0] == ("# install NVIDIA driver 440.33 or newer (branch 440) from your distribution or "
+                                   "NVIDIA's CUDA repository")
+
+
+def test_cuda001_minor_version_compatibility_warns_about_ptx():
+    f = one(cuda_toolkit.toolkit_driver_fit, _toolkit("12.8.1", "525.60.13"))
+    assert f.title == ("CUDA 12.8.1 at /usr/local/cuda-12.8 runs on driver 525.60.13 only through minor-version "
+                       "compatibility; its PTX and newest features need driver 570.124.06")
+    assert f.detail == ("CUDA 12.8.1 needs driver >= 525.60.13 (CUDA minor-version compatibility) and 570.124.06 for "
+                        "all its features. Programs built with it start, but PTX it generates cannot be JIT-compiled "
+                        "by this driver (cudaErrorUnsupportedPtxVersion) and some new APIs are missing.")
+    assert f.evidence[1].excerpt == "driver 525.60.13 (supports CUDA up to 12.0)"
+    assert f.fix.commands[-1] == "# or keep the driver and use a toolkit it supports: CUDA 12.0 or older"
