@@ -413,3 +413,26 @@ def test_cuda001_minor_version_compatibility_warns_about_ptx():
                         "by this driver (cudaErrorUnsupportedPtxVersion) and some new APIs are missing.")
     assert f.evidence[1].excerpt == "driver 525.60.13 (supports CUDA up to 12.0)"
     assert f.fix.commands[-1] == "# or keep the driver and use a toolkit it supports: CUDA 12.0 or older"
+
+
+_COULDNT = ran(["nvidia-smi", "-q", "-x"], "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                           "driver. Make sure that the latest NVIDIA driver is installed and running.\n", 9)
+
+
+@pytest.mark.parametrize("extra, title, kb", [
+    (dict(files={"/proc/version": "Linux version 5.15.153.1-microsoft-standard-WSL2 (gcc)\n"}),
+     "nvidia-smi cannot talk to the NVIDIA driver: under WSL the driver comes from Windows (/usr/lib/wsl/lib)",
+     "wsl_specific"),
+    (dict(files={"/.dockerenv": ""}, listings={"/dev": ["nvidia0"]}),   # devices passed in: the host's module
+     "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded", "driver_not_loaded"),
+    (dict(files={"/proc/modules": "nouveau 2 0 - Live 0x0\n"}),
+     "nvidia-smi cannot talk to the NVIDIA driver: nouveau holds the GPU", "nouveau_conflict"),
+    (dict(commands={"modinfo_nvidia": ran(["modinfo"], "", 1, "modinfo: ERROR: Module nvidia not found.\n")}),
+     "nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel", "driver_not_loaded"),
+    ({}, "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded", "driver_not_loaded"),
+])
+def test_couldnt_communicate_is_explained_by_the_machine(extra, title, kb):
+    commands = {"nvidia_smi_xml": _COULDNT, **extra.pop("commands", {})}
+    f = one(driver.driver_answers, snap(commands=commands, **extra))
+    assert (f.status, f.title, f.fix.kb_id) == (Status.FAIL, title, kb)
+    assert f.evidence[0].source == "command:nvidia_smi_xml"
