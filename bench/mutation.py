@@ -137,10 +137,14 @@ def main(argv=None) -> int:
     p.add_argument("--again", action="store_true", help="keep the stage; re-test only the survivors")
     p.add_argument("--resume", action="store_true", help="keep the stage; test the mutants not tested yet")
     p.add_argument("--survivors", action="store_true", help="list the survivors of the last run")
+    p.add_argument("--summary", action="store_true", help="print the last run's line per target, run nothing")
     p.add_argument("--max-children", default="2")
     a = p.parse_args(argv)
     lines = []
     for target in a.targets:
+        if a.summary:
+            lines.append(summary(target, results(STAGE / target)))
+            continue
         if a.survivors:
             print("\n".join(sorted(k for k, v in results(STAGE / target).items() if v == "survived")))
             continue
