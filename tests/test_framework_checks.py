@@ -421,3 +421,29 @@ def test_trc002_fix_says_when_no_build_fits_this_python():
     assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or (no torch build in gpudoctor's "
                                 "table fits this driver, these GPUs and this Python).")
     assert old.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+
+
+def test_cvd002_says_which_card_cuda_0_is_as_surely_as_the_facts_allow():
+    from dataclasses import replace
+
+    from gpudoctor import visible_devices as vd
+    from gpudoctor_checks import visible_devices as cvd
+
+    f = _scenario_facts("fw-cvd-mixed-gpus-no-order")   # RTX 2070 (7.5) at 01:00.0, GTX 750 Ti (5.0) at 04:00.0
+    lead = "1 x GeForce RTX 2070 and 1 x GeForce GTX 750 Ti, and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
+    assert cvd.cuda_device_order.run(f).title == lead + ("CUDA's device 0 is most likely nvidia-smi's GPU 0 "
+                                                         "(GeForce RTX 2070) too, by luck of the slots")
+    gpus = f["gpus"]
+    same = [replace(g, compute_cap="7.5") for g in gpus]   # two models, one capability: no guess
+    got = cvd.cuda_device_order.run(_Override(f, gpus=same, visible_devices=vd.resolve(vd.parse(None), same)))
+    assert got.title == lead + "cuda:0 may not be nvidia-smi's GPU 0"
+    assert got.detail.endswith("which comes first cannot be told from what was recorded; set "
+                               "CUDA_DEVICE_ORDER=PCI_BUS_ID.")
+    seen = [replace(gpus[0], uuid="GPU-aaaa"), replace(gpus[1], uuid="GPU-bbbb")]   # torch enumerated them
+    m = vd.resolve(vd.parse(None), seen, None, ["GPU-bbbb", "GPU-aaaa"])
+    got = cvd.cuda_device_order.run(_Override(f, gpus=seen, visible_devices=m))
+    assert got.title == lead + "CUDA's device 0 is nvidia-smi's GPU 1 (GeForce GTX 750 Ti), not GPU 0 (GeForce RTX 2070)"
+    assert got.detail.endswith("CUDA's order as torch saw it: fastest first, not nvidia-smi's.")
+    m = vd.resolve(vd.parse(None), seen, None, ["GPU-aaaa", "GPU-bbbb"])
+    assert cvd.cuda_device_order.run(_Override(f, gpus=seen, visible_devices=m)).title == \
+        lead + "CUDA's device 0 is nvidia-smi's GPU 0 (GeForce RTX 2070) too, by luck of the slots"
