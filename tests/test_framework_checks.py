@@ -447,3 +447,17 @@ def test_cvd002_says_which_card_cuda_0_is_as_surely_as_the_facts_allow():
     m = vd.resolve(vd.parse(None), seen, None, ["GPU-aaaa", "GPU-bbbb"])
     assert cvd.cuda_device_order.run(_Override(f, gpus=seen, visible_devices=m)).title == \
         lead + "CUDA's device 0 is nvidia-smi's GPU 0 (GeForce RTX 2070) too, by luck of the slots"
+
+
+def test_trc004_leaves_the_fix_to_the_check_that_reports_its_cause():
+    ok_machine = _scenario_facts("fw-healthy-torch-gpu")
+    old_driver = _scenario_facts("fw-torch-cu121-old-driver-515")
+    no_driver = _scenario_facts("core-driver-not-loaded")
+    tb = old_driver["torch_build"]
+    assert torch_build._fails_there(old_driver, tb, "TRC002") is True     # driver 515 < 525.60.13 for CUDA 12.1
+    assert torch_build._fails_there(ok_machine, ok_machine["torch_build"], "TRC002") is False
+    assert torch_build._fails_there(no_driver, tb, "DRV001") is True       # nvidia-smi gives no report
+    assert torch_build._fails_there(ok_machine, tb, "DRV001") is False
+    assert torch_build._fails_there(ok_machine, tb, "CVD001") is False     # CUDA_VISIBLE_DEVICES not set
+    assert torch_build._fails_there(_scenario_facts("fw-cvd-invalid-truncates"), tb, "CVD001") is True
+    assert torch_build._fails_there(old_driver, tb, "NOU001") is False
