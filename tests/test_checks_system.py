@@ -432,7 +432,7 @@ _COULDNT = ran(["nvidia-smi", "-q", "-x"], "NVIDIA-SMI has failed because it cou
     ({}, "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded", "driver_not_loaded"),
 ])
 def test_couldnt_communicate_is_explained_by_the_machine(extra, title, kb):
-    commands = {"nvidia_smi_xml": _COULDNT, **extra.pop("commands", {})}
-    f = one(driver.driver_answers, snap(commands=commands, **extra))
+    rest = {k: v for k, v in extra.items() if k != "commands"}   # the parameter itself stays as it is
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": _COULDNT, **extra.get("commands", {})}, **rest))
     assert (f.status, f.title, f.fix.kb_id) == (Status.FAIL, title, kb)
     assert f.evidence[0].source == "command:nvidia_smi_xml"
