@@ -146,7 +146,7 @@ def _strtoul(text: str) -> Optional[int]:
     digits = m.group(1).lstrip("+-").lstrip("0") or "0"
     if len(digits) > 20:
         return -ULONG_MAX if m.group(1).startswith("-") else ULONG_MAX
-    return int(m.group(1))
+    return max(-ULONG_MAX, min(int(m.group(1)), ULONG_MAX))  # 20 digits can exceed ULONG_MAX too
 
 
 def _parse_indices(raw: str) -> Spec:

@@ -317,8 +317,11 @@ def test_parse_reads_the_value_exactly(raw, mode, entries, ignored, problems):
 def test_strtoul_saturates_like_c():
     assert vd._strtoul("9" * 25) == 2 ** 64 - 1 and vd._strtoul("-" + "9" * 25) == -(2 ** 64 - 1)
     assert vd._strtoul("0" * 25 + "7") == 7 and vd._strtoul(" +5x") == 5 and vd._strtoul("-0") == 0
-    assert vd._strtoul("9" * 20) == int("9" * 20) and vd._strtoul("x") is None and vd._strtoul("") is None
+    assert vd._strtoul("1" + "0" * 18) == 10 ** 18 and vd._strtoul("x") is None and vd._strtoul("") is None
     assert vd.parse("-" + "9" * 25).problems[0].code == "negative"
+    # 20 digits above ULONG_MAX saturate as well (strtoul's ERANGE), the 20-digit ULONG_MAX itself stays
+    assert vd._strtoul("9" * 20) == 2 ** 64 - 1 and vd._strtoul("-" + "9" * 20) == -(2 ** 64 - 1)
+    assert vd._strtoul(str(2 ** 64 - 1)) == 2 ** 64 - 1 and vd._strtoul(str(2 ** 64)) == 2 ** 64 - 1
 
 
 @pytest.mark.parametrize("raw, gpus, shown, problems", [
