@@ -59,7 +59,7 @@ SETS = {
 HALVES = {"round1-a": ("round1", 0, "round2:"), "round1-b": ("round1", 1, "round2:"),
           "round2-a": ("round2", 0, "round3:"), "round2-b": ("round2", 1, "round3:")}
 FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
-HELD_OUT = ("round2-b",)  # the current round's held-out half: aggregates only, until its last measurement
+HELD_OUT = ("round2", "round2-b")  # the current round's held-out half (and the set holding it): aggregates only, until released
 
 
 def half(source: str, salt: str = "round2:") -> int:
