@@ -91,7 +91,7 @@ def _failure(f: Facts, res, cmd_ev: Evidence, signs):
     if said is not None:
         # A lost GPU's Xid 79 in the kernel log (XID002) names the GPU and NVIDIA's action: it leads.
         return fail(said.title, evidence=[cmd_ev] + signs, fix=recipe(said.recipe, f), family=said.family,
-                    symptom_of=("XID002",) if said.id == "gpu_lost" else ())
+                    symptom_of=("XID002",) if said.recipe == "driver_gpu_lost" else ())
     if code:
         fix = recipe(code.recipe, f, exit_code=code.code, meaning=code.meaning) if code.recipe else None
         return fail(f"nvidia-smi exited {code.code}: {code.meaning}", evidence=[cmd_ev] + signs, fix=fix)
