@@ -90,8 +90,13 @@ def _hanging(text: str, indent: int) -> List[str]:
 
 def _differential(diff, style: Style) -> List[str]:
     """The ranked causes, each with its count among real threads, its clue or machine verdict, and its command."""
-    out = _wrap("causes", f"the message alone cannot decide; ranked by the rest of the text, then by how often "
-                          f"each was the cause in {diff.of} real threads with this message:", style)
+    if diff.basis is not None:
+        head = (f"no known message matched; ranked by the text's words (how often each was the cause in "
+                f"{diff.of} real threads with '{diff.basis}'):")
+    else:
+        head = (f"the message alone cannot decide; ranked by the rest of the text, then by how often each was "
+                f"the cause in {diff.of} real threads with this message:")
+    out = _wrap("causes", head, style)
     for n, c in enumerate(diff.candidates, 1):
         out += _hanging(f"{n}. {c.title} ({c.prior} of {diff.of})", 15)
         if c.clue:
