@@ -28,9 +28,10 @@ NOT_ENV = "not_env_problem"
 SCORE = 30                 # a Diagnosis score: "low" confidence, always
 MIN_SHARE = 0.3            # the best family needs at least this score (a third of one word fully for it)
 MAX_CANDIDATES = 5
-# A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)".
+# A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)",
+# or before "error" ("the 804 error").
 _NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
-                     r"|\((\d{2,4}) vs\. 0\)", re.IGNORECASE)
+                     r"|\((\d{2,4}) vs\. 0\)|\b(\d{3,4}) error\b", re.IGNORECASE)
 
 # The rows of a pasted nvidia-smi table ("| NVIDIA-SMI 535.161.08   Driver Version: ...", "+----+"): a table
 # shows a working driver, so its words (driver, ECC, NVIDIA-SMI) are no complaint about one.
@@ -51,7 +52,7 @@ def _mark(text: str, source: str, word: str, start: int) -> Mark:
     line_start = text.rfind("\n", 0, start) + 1
     end = text.find("\n", start)
     line = text[line_start:end if end != -1 else len(text)].strip()
-    return Mark(word.strip(), source, text.count("\n", 0, start) + 1, line[:300])
+    return Mark(" ".join(word.split()), source, text.count("\n", 0, start) + 1, line[:300])
 
 
 def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Dict[str, Mark]:
@@ -67,7 +68,7 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
         if ("code:" + code.key) not in out and code.key in squashed:
             out["code:" + code.key] = Mark(code.name, source)
     for m in _NUMBER.finditer(text):
-        for code in vocabulary.codes_by_number().get(int(m.group(1) or m.group(2)), ()):
+        for code in vocabulary.codes_by_number().get(int(m.group(1) or m.group(2) or m.group(3)), ()):
             out.setdefault("code:" + code.key, _mark(text, source, m.group(0), m.start()))
     known = {t.id for t in vocabulary.terms()}
     for flag in flags:

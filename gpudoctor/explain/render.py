@@ -1,4 +1,6 @@
-"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/3).
+"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/4).
+
+Schema 4 adds the vocabulary fallback: a diagnosis ``via`` "vocabulary" whose differential has a ``basis``.
 
 Schema 2 adds, per diagnosis, ``differential`` (the ranked causes of a message the text alone
 cannot decide, each with the command that tells it apart) and ``machine`` (the diagnosis
@@ -14,7 +16,7 @@ from gpudoctor.explain.values import display, jsonable
 from gpudoctor.findings import Status
 from gpudoctor.render.style import Style
 
-SCHEMA = "gpudoctor.explain/3"
+SCHEMA = "gpudoctor.explain/4"
 _CONFIDENCE = {"high": Status.FAIL, "medium": Status.WARN, "low": Status.SKIP}
 _WIDTH = 100
 
