@@ -73,7 +73,7 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
     known = {t.id for t in vocabulary.terms()}
     for flag in flags:
         if flag in known and flag not in out:
-            out[flag] = Mark(f"--context {flag}", source)
+            out[flag] = Mark(flag, source)
     for term in vocabulary.terms():       # "TensorFlow 2.11 or later" says something only next to "Windows"
         if term.with_ and term.id in out and term.with_ not in out:
             del out[term.id]

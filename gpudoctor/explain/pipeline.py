@@ -70,7 +70,9 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     diagnoser = Diagnoser(catalog, ctx, facts)
     diagnoses, notes = diagnoser.run(_merge_hits(hits))
     if vocabulary and not diagnoses and not notes:      # a note already says what it is (a bug, a CPU-only run)
-        found = fallback.read(texts, ctx.flags, diagnoser.machine, facts)
+        # the flags the user or the machine gave; those read from the text are its own words already
+        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
+        found = fallback.read(texts, given, diagnoser.machine, facts)
         diagnoses = [found] if found is not None else []
     return Result(diagnoses, notes, ctx, inputs, warnings)
 
