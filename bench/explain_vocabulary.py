@@ -44,10 +44,10 @@ def cases() -> List[dict]:
 
 
 def _features(case: dict) -> Dict:
-    from gpudoctor.explain import fallback
+    from gpudoctor.explain import words
     from gpudoctor.explain.normalize import normalize
 
-    return fallback.features(normalize(case["text"]), flags=case["flags"])
+    return words.features(normalize(case["text"]), flags=case["flags"])
 
 
 def count(rows: List[dict]) -> Dict[str, Dict[str, int]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.explain import fallback
+from gpudoctor.explain import words
 from gpudoctor.explain.normalize import normalize
 from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.render import to_dict
@@ -99,6 +99,20 @@ def test_the_fallback_is_quiet_where_a_note_already_says_what_it_is():
     assert result.diagnoses == [] and [n.kind for n in result.notes] == ["cpu_only"]
 
 
+def test_the_machine_decides_between_the_words_causes():
+    from gpudoctor.facts import Facts
+    from gpudoctor.snapshot_folder import load
+
+    facts = Facts(load(ROOT / "fixtures" / "scenarios" / "sys-secure-boot-unsigned" / "snapshot"))
+    first = explain_text(READ[4][0], facts=facts).diagnoses[0]        # the driver gone after a reboot
+    assert (first.family, first.via, first.confidence) == ("secure_boot_module_unsigned", "vocabulary", "medium")
+    assert first.title == ("On this machine, Secure Boot refuses the NVIDIA module; no known message matched, and its "
+                           "words (nvidia-smi, After reboot, driver) alone could not decide")
+    assert first.machine["check"] == "DRV001" and first.fix.kb_id == "secure_boot_module_unsigned"
+    verdicts = {c.family: c.verdict.kind for c in first.differential.candidates if c.verdict is not None}
+    assert verdicts["secure_boot_module_unsigned"] == "decided" and verdicts["no_device_in_container"] == "ruled_out"
+
+
 def test_a_differential_of_words_renders_and_validates():
     doc = to_dict(explain_text("CUDNN_STATUS_INTERNAL_ERROR on GTX 1660 TI"))
     assert_valid(doc, "explain")
@@ -119,17 +133,17 @@ def test_a_differential_of_words_renders_and_validates():
     ("CUresult CUDA_ERROR_SYSTEM_NOT_READY", "code:cudaerrorsystemnotready"),
 ])
 def test_error_codes_are_read_by_name_and_by_number(text, feature):
-    assert feature in fallback.features(text)
+    assert feature in words.features(text)
 
 
 def test_a_bare_small_number_is_no_error_code():
-    assert not [f for f in fallback.features("Epoch 2 of 35, error 2.5") if f.startswith("code:")]
+    assert not [f for f in words.features("Epoch 2 of 35, error 2.5") if f.startswith("code:")]
 
 
 def test_tensorflow_2_11_counts_only_next_to_windows():
-    assert "tf_new_on_windows" in fallback.features("TensorFlow 2.13 on Windows 10")
-    assert "tf_new_on_windows" not in fallback.features("TensorFlow 2.13 on Ubuntu 22.04")
-    assert "tf_new_on_windows" in fallback.features("TensorFlow 2.13 cannot see the GPU", flags={"windows"})
+    assert "tf_new_on_windows" in words.features("TensorFlow 2.13 on Windows 10")
+    assert "tf_new_on_windows" not in words.features("TensorFlow 2.13 on Ubuntu 22.04")
+    assert "tf_new_on_windows" in words.features("TensorFlow 2.13 cannot see the GPU", flags={"windows"})
 
 
 @pytest.mark.parametrize("raw,clean", [

@@ -13,71 +13,21 @@ nothing when the words point first to a bug in the program.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from gpudoctor.explain.diagnose import DECIDED_BONUS
 from gpudoctor.explain.differential import Candidate, Differential
 from gpudoctor.explain.model import Diagnosis
 from gpudoctor.explain.tailor import build_fix
+from gpudoctor.explain.words import Mark, features
 from gpudoctor.knowledge import vocabulary
 from gpudoctor.knowledge.families import family as family_info
 
 NOT_ENV = "not_env_problem"
-SCORE = 30                 # a Diagnosis score: "low" confidence, always
+SCORE = 30                 # a Diagnosis score: "low" confidence (medium when the machine decides)
 MIN_SHARE = 0.3            # the best family needs at least this score (a third of one word fully for it)
 MAX_CANDIDATES = 5
-# A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)",
-# or before "error" ("the 804 error").
-_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
-                     r"|\((\d{2,4}) vs\. 0\)|\b(\d{3,4}) error\b", re.IGNORECASE)
-
-# The rows of a pasted nvidia-smi table ("| NVIDIA-SMI 535.161.08   Driver Version: ...", "+----+"): a table
-# shows a working driver, so its words (driver, ECC, NVIDIA-SMI) are no complaint about one.
-_TABLE_ROW = re.compile(r"^[ \t]*[|+].*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Mark:
-    """Where a feature was read: the words themselves, the input and line, the line's text."""
-
-    word: str
-    source: str = ""
-    line: int = 0
-    excerpt: str = ""
-
-
-def _mark(text: str, source: str, word: str, start: int) -> Mark:
-    line_start = text.rfind("\n", 0, start) + 1
-    end = text.find("\n", start)
-    line = text[line_start:end if end != -1 else len(text)].strip()
-    return Mark(" ".join(word.split()), source, text.count("\n", 0, start) + 1, line[:300])
-
-
-def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Dict[str, Mark]:
-    """Feature id -> where it was read: vocabulary terms, error codes by name and by number, --context flags."""
-    out: Dict[str, Mark] = {}
-    text = _TABLE_ROW.sub("", text)
-    for term in vocabulary.terms():
-        m = term.pattern.search(text)
-        if m is not None:
-            out[term.id] = _mark(text, source, m.group(0), m.start())
-    squashed = vocabulary.squash(text)
-    for code in vocabulary.codes():
-        if ("code:" + code.key) not in out and code.key in squashed:
-            out["code:" + code.key] = Mark(code.name, source)
-    for m in _NUMBER.finditer(text):
-        for code in vocabulary.codes_by_number().get(int(m.group(1) or m.group(2) or m.group(3)), ()):
-            out.setdefault("code:" + code.key, _mark(text, source, m.group(0), m.start()))
-    known = {t.id for t in vocabulary.terms()}
-    for flag in flags:
-        if flag in known and flag not in out:
-            out[flag] = Mark(flag, source)
-    for term in vocabulary.terms():       # "TensorFlow 2.11 or later" says something only next to "Windows"
-        if term.with_ and term.id in out and term.with_ not in out:
-            del out[term.id]
-    return out
 
 
 def _declared(fid: str) -> Tuple[Tuple[str, ...], float, str]:
@@ -171,9 +121,11 @@ def _diagnosis(feats, ranked, counts, flags, machine, facts, texts) -> Diagnosis
                      [where.line] if where.line else [], 1, where.excerpt, {"words": ", ".join(words)}, why,
                      build_fix(top.recipe, facts, {}, {}), via="vocabulary",
                      differential=Differential("vocabulary", sum(seen.values()), cands, basis=feats[lead[0]].word))
-    if top.verdict is not None and top.verdict.kind == "decided":
+    if top.verdict is not None and top.verdict.kind == "decided":     # the machine's checks found one of them
         found = machine.diagnosis(top.family)
-        diag.fix, diag.machine = found.fix or diag.fix, machine.decided(found)
+        diag.fix, diag.machine, diag.score = found.fix or diag.fix, machine.decided(found), SCORE + DECIDED_BONUS
+        diag.title = (f"On this machine, {family_info(top.family).title}; no known message matched, and its words "
+                      f"({', '.join(words)}) alone could not decide")
     return diag
 
 
