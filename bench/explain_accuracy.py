@@ -59,6 +59,7 @@ SETS = {
 HALVES = {"round1-a": ("round1", 0, "round2:"), "round1-b": ("round1", 1, "round2:"),
           "round2-a": ("round2", 0, "round3:"), "round2-b": ("round2", 1, "round3:")}
 FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
+HELD_OUT = ("round2", "round2-b")  # the current round's held-out half (and the set holding it): aggregates only, until released
 
 
 def half(source: str, salt: str = "round2:") -> int:
@@ -139,7 +140,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", nargs="+", choices=sorted({*SETS, *HALVES}), default=list(SETS))
     ap.add_argument("--misses", choices=sorted({*SETS, *HALVES} - set(FROZEN)),
                     help="list the ids, expected and found families of one tunable set's misses")
+    ap.add_argument("--release", action="store_true",
+                    help="allow --misses on the held-out half (only after its last held-out measurement)")
     args = ap.parse_args(argv)
+    if args.misses in HELD_OUT and not args.release:
+        ap.error(f"{args.misses} is held out this round: aggregates only (--release once it is measured)")
     if args.misses:
         cases = cases_of(args.misses)
         for case in cases:
