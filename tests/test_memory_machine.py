@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import subprocess
+import sys
 
 from gpudoctor.facts import Facts
 from gpudoctor.memory import live, processes
@@ -46,9 +47,6 @@ def test_live_view_attributes_memory_to_processes_and_owners():
 
 def test_owner_and_command_of_a_live_process():
     # A child whose command line is known (a pytest-xdist worker retitles its own process).
-    import subprocess
-    import sys
-
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "marker-7d1e"],
                              stdin=subprocess.PIPE)
     try:
