@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import ROOT, invoke
+from tests.conftest import ROOT, invoke, needs_torch
 
 CONFIGS = ROOT / "tests" / "data" / "memory" / "configs"
 GTX1070 = "fixtures/scenarios/fw-cvd-invalid-truncates"      # 6 x GTX 1070, ethminer and Xorg on them
@@ -129,6 +129,7 @@ def test_a_bad_config_file(tmp_path):
                           "double quotes at line 1)\n"
 
 
+@needs_torch
 def test_torch_module_from_the_command_line():
     proc = memory("--torch-module", "tests.data.memory.tiny_model:build", "--train", "--optimizer", "adam",
                   "--gpu", "T4", "--json")
