@@ -7,6 +7,7 @@ its checks or their entry point still come from somewhere else than this tree.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 import subprocess
@@ -19,6 +20,10 @@ import pytest
 from tests import tree
 
 ROOT = tree.ROOT
+# torch is a test dependency of the frameworks extra only: .ci/run's runs on the oldest and newest
+# Python go without it, and the tests that need a real torch say so instead of failing.
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install -e '.[test,frameworks]')")
 tree.bind_checks()
 
 

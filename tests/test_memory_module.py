@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.memory import torch_module
+from tests.conftest import needs_torch
 
 HERE = Path(__file__).resolve().parent / "data" / "memory"
 ENV = dict(os.environ, PYTHONPATH=str(HERE))
@@ -21,6 +22,7 @@ def spec(target):
     return torch_module.spec_from_child(torch_module.run_child(target, sys.executable, ENV, 120), target)
 
 
+@needs_torch
 def test_counts_parameters_and_shapes_on_the_meta_device():
     s = spec("tiny_model:build")
     assert s.params == 83_562 and s.trainable_params == 83_562
@@ -29,11 +31,13 @@ def test_counts_parameters_and_shapes_on_the_meta_device():
     assert s.source == "torch module tiny_model:build (TinyNet)" and s.notes == ()
 
 
+@needs_torch
 def test_frozen_parameters_are_not_trained():
     s = spec("tiny_model:build_frozen_embedding")
     assert (s.params, s.trainable_params) == (83_562, 19_562)
 
 
+@needs_torch
 def test_a_40_gb_module_costs_no_memory_and_little_time():
     start = time.monotonic()
     s = spec("tiny_model:build_huge")
@@ -41,6 +45,7 @@ def test_a_40_gb_module_costs_no_memory_and_little_time():
     assert time.monotonic() - start < 60          # allocating 40 GB for real would fail or take far longer
 
 
+@needs_torch
 def test_torch_is_never_imported_in_gpudoctors_process():
     code = ("import os, sys; from gpudoctor.memory import torch_module as t; "
             "a = t.run_child('tiny_model:MODULE', sys.executable, os.environ, 120); "
@@ -50,8 +55,9 @@ def test_torch_is_never_imported_in_gpudoctors_process():
 
 
 @pytest.mark.parametrize("target,message", [
-    ("tiny_model:not_a_module", "tiny_model:not_a_module returned int, not a torch.nn.Module"),
-    ("tiny_model:broken", "RuntimeError: weights file missing"),
+    pytest.param("tiny_model:not_a_module", "tiny_model:not_a_module returned int, not a torch.nn.Module",
+                 marks=needs_torch),
+    pytest.param("tiny_model:broken", "RuntimeError: weights file missing", marks=needs_torch),
     ("no_such_module_xyz:build", "ModuleNotFoundError"),
 ])
 def test_failures_are_one_line(target, message):

@@ -15,6 +15,7 @@ except ImportError:
     from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.memory import allocator, summary
 from gpudoctor.memory.read import read
+from tests.conftest import needs_torch
 
 DATA = Path(__file__).resolve().parent / "data" / "memory"
 # The "all" rows of a summary published in a write-up on SGLang's memory (KiB), printed by torch 2.13's own
@@ -94,6 +95,7 @@ def test_text_without_numbers_is_refused():
         read("RuntimeError: CUDA error: out of memory")
 
 
+@needs_torch
 def test_parser_follows_the_installed_torch_formatter():
     """torch's own memory_summary() over made-up statistics, read back: every total row survives."""
     code = """

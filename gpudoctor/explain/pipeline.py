@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterable, List, Optional
 
 from gpudoctor.explain import catalog as _catalog
+from gpudoctor.explain import fallback
 from gpudoctor.explain.context import Context, read_flags, read_machine, read_text
 from gpudoctor.explain.diagnose import Diagnoser, Diagnosis, Hit, Note, typed_values
+from gpudoctor.explain.normalize import normalize
+from gpudoctor.explain.scan import HEAD_BYTES
 from gpudoctor.explain.sources import BadInput, Source, resolve, scan
 
 __all__ = ["BadInput", "Diagnosis", "Note", "Result", "explain", "explain_text", "resolve"]
@@ -41,23 +44,36 @@ def _context_text(result) -> str:
 
 
 def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
-            catalog=None, jobs: Optional[int] = None) -> Result:
-    """Scan every source and diagnose them together (one log split over several files is one story)."""
+            catalog=None, jobs: Optional[int] = None, vocabulary: bool = True) -> Result:
+    """Scan every source and diagnose them together (one log split over several files is one story).
+
+    Nothing known in the text: a second reading of it normalised (colour codes, typography, wrapped
+    lines, DLL names), then, with ``vocabulary``, the ranked reading of its words (``fallback``)."""
     catalog = catalog or _catalog.load()
     ctx = Context()
     read_flags(ctx, flags, "--context")
     if facts is not None:
         read_machine(ctx, facts)
     hits: List[Hit] = []
-    inputs, warnings = [], []
+    inputs, warnings, texts = [], [], []
     for source in sources:
         result = scan(source, catalog, stdin, jobs)
+        inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
+        text = _context_text(result)
+        if not result.hits and result.bytes_read <= HEAD_BYTES:
+            text = normalize(text)
+            result = scan(Source(source.name, "text", text=text), catalog)
+        texts.append((source.name, text))
         read_text(ctx, _context_text(result), catalog)
         hits.extend(_hits(source, result, catalog))
-        inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
         warnings.extend(source.notes)
-    merged = _merge_hits(hits)
-    diagnoses, notes = Diagnoser(catalog, ctx, facts).run(merged)
+    diagnoser = Diagnoser(catalog, ctx, facts)
+    diagnoses, notes = diagnoser.run(_merge_hits(hits))
+    if vocabulary and not diagnoses and not notes:      # a note already says what it is (a bug, a CPU-only run)
+        # the flags the user or the machine gave; those read from the text are its own words already
+        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
+        found = fallback.read(texts, given, diagnoser.machine, facts)
+        diagnoses = [found] if found is not None else []
     return Result(diagnoses, notes, ctx, inputs, warnings)
 
 
@@ -74,6 +90,6 @@ def _merge_hits(hits: List[Hit]) -> List[Hit]:
     return list(by_id.values())
 
 
-def explain_text(text: str, flags: Iterable[str] = (), facts=None) -> Result:
+def explain_text(text: str, flags: Iterable[str] = (), facts=None, vocabulary: bool = True) -> Result:
     """Explain one error message or log given as a string (the API tests and other tools use)."""
-    return explain([Source("<text>", "text", text=text)], flags, facts)
+    return explain([Source("<text>", "text", text=text)], flags, facts, vocabulary=vocabulary)
