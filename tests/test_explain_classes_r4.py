@@ -104,6 +104,10 @@ LIBRARY = [
      "detected and compatibility mode is UNAVAILABLE.", "driver_too_old",
      "This container needs NVIDIA driver 530.30 or later; the host has 470.82.01 and forward compatibility is not "
      "available"),
+    # Numba's driver loader (numba/cuda/cudadrv/driver.py)
+    ("numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: CUDA driver library cannot be found.",
+     "driver_not_loaded",
+     "Numba cannot find the CUDA driver library (libcuda): no NVIDIA driver is installed or visible here"),
     # nvidia-container-cli's driver requirement
     ("nvidia-container-cli: requirement error: unsatisfied condition: driver>=525, please update your driver to a "
      "newer version, or use an earlier cuda container: unknown", "driver_too_old",
