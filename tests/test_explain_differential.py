@@ -38,7 +38,7 @@ def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command
     assert [x.family for x in d] == ["driver_not_loaded"]
     cands = d[0].differential.candidates
     assert [c.family for c in cands] == ["driver_not_loaded", "secure_boot_module_unsigned", "no_nvidia_gpu",
-                                        "xid_or_hardware", "nouveau_conflict", "no_device_in_container", "wsl_specific"]
+                                        "xid_or_hardware", "nouveau_conflict", "wsl_specific", "no_device_in_container"]
     commands = {c.family: c.tell_apart.command for c in cands}
     assert commands["secure_boot_module_unsigned"] == "mokutil --sb-state"
     assert commands["nouveau_conflict"] == "lsmod | grep nouveau"
