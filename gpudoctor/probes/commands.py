@@ -5,6 +5,7 @@ Keys are what snapshots and checks use (``commands/<key>.out`` in a snapshot fol
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -50,8 +51,7 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
         return runner.CommandResult(argv, error="not found")
     result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
-    return runner.CommandResult(argv, result.returncode, result.stdout, result.stderr,
-                                result.duration_s, result.timed_out, result.error, result.truncated)
+    return dataclasses.replace(result, argv=argv)
 
 
 def _child_env(env: Mapping[str, str]) -> Dict[str, str]:
