@@ -2,8 +2,8 @@
 
 ``subprocess.communicate`` buffers everything a command prints before anything can be cut,
 and waits for end-of-file on the pipes, which a process the command left behind may hold
-forever. Here both streams are read as the command runs (at most MAX_OUTPUT_BYTES of each
-is kept), and the wait ends at the deadline, or shortly after the command's own exit.
+forever. Here both streams are read as the command runs (at most a cap of each is
+kept), and the wait ends at the deadline, or shortly after the command's own exit.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Dict, Optional, Tuple
 
 # Output beyond this is cut; a doctor needs the start of a command's output, not gigabytes.
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
-# A command that keeps printing is read (and its excess thrown away) this far, then stopped:
-# a long but finite output still ends with its own exit code, `cat /dev/zero` does not run on.
-MAX_DISCARD_BYTES = 64 * 1024 * 1024
+# A command that keeps printing is read (and its excess thrown away) up to this many times
+# its cap, then stopped: a long but finite output still ends with its own exit code, and
+# `cat /dev/zero` does not run on until the deadline.
+DISCARD_FACTOR = 8
 # After the command exits, how long a process it left behind may keep the pipes open.
 HELD_GRACE_S = 0.5
 POLL_S = 0.1
@@ -44,11 +45,12 @@ def wait_exit(pid: int, deadline: float) -> bool:
     return True
 
 
-def pump(proc: subprocess.Popen, deadline: float, stdin_data: Optional[bytes]) -> Tuple[Dict, Optional[str]]:
-    """Read stdout and stderr while the process runs, keeping at most MAX_OUTPUT_BYTES of each.
+def pump(proc: subprocess.Popen, deadline: float, stdin_data: Optional[bytes],
+         limit: int = MAX_OUTPUT_BYTES) -> Tuple[Dict, Optional[str]]:
+    """Read stdout and stderr while the process runs, keeping at most ``limit`` bytes of each.
 
     Returns the kept bytes per stream and why reading stopped early: ``"timeout"`` at the
-    deadline, ``"flood"`` after MAX_DISCARD_BYTES were thrown away (``cat /dev/zero``),
+    deadline, ``"flood"`` after DISCARD_FACTOR * limit were thrown away (``cat /dev/zero``),
     ``"held"`` when the command exited but something it started keeps the pipes open.
     """
     kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
@@ -72,10 +74,10 @@ def pump(proc: subprocess.Popen, deadline: float, stdin_data: Optional[bytes]) -
                     pending = _feed(sel, proc.stdin, pending)
                     continue
                 chunk = _read(sel, key.fileobj)
-                room = MAX_OUTPUT_BYTES - len(kept[key.fileobj])
+                room = limit - len(kept[key.fileobj])
                 kept[key.fileobj] += chunk[:room]
                 dropped += max(0, len(chunk) - room)
-            if dropped > MAX_DISCARD_BYTES:
+            if dropped > DISCARD_FACTOR * limit:
                 return kept, "flood"
     return kept, None
 

@@ -15,12 +15,20 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Mapping, Optional, Sequence, Union
 
 from gpudoctor import proctree
-from gpudoctor.capture import MAX_DISCARD_BYTES, MAX_OUTPUT_BYTES, pump, wait_exit
+from gpudoctor.capture import DISCARD_FACTOR, MAX_OUTPUT_BYTES, pump, wait_exit
 
 _ACTIVE: Dict[int, str] = {}  # pid -> run id of each command running now, for kill_active()
-NOTES = {"flood": f"printed more than {MAX_OUTPUT_BYTES + MAX_DISCARD_BYTES >> 20} MiB; stopped it and kept "
-                  f"the first {MAX_OUTPUT_BYTES >> 20} MiB",
-         "held": "exited, but a process it started kept its output open; killed that process"}
+HELD = "exited, but a process it started kept its output open; killed that process"
+
+
+def _note(stop: Optional[str], limit: int) -> Optional[str]:
+    if stop == "flood":
+        return f"printed more than {_size((DISCARD_FACTOR + 1) * limit)}; stopped it and kept the first {_size(limit)}"
+    return HELD if stop == "held" else None
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,8 @@ class CommandResult:
     duration_s: float = 0.0
     timed_out: bool = False
     error: Optional[str] = None
-    truncated: bool = False  # output over MAX_OUTPUT_BYTES was cut
-    note: Optional[str] = None  # how the run was cut short, besides a timeout (NOTES)
+    truncated: bool = False  # output over the run's cap was cut
+    note: Optional[str] = None  # how the run was cut short, besides a timeout
 
     @property
     def ok(self) -> bool:
@@ -93,11 +101,12 @@ def _start(argv: tuple, env: Optional[Mapping[str, str]], cwd: Optional[str], ma
 
 
 def run(argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[str] = None, stdin_data: Optional[bytes] = None) -> CommandResult:
+        cwd: Optional[str] = None, stdin_data: Optional[bytes] = None,
+        max_bytes: int = MAX_OUTPUT_BYTES) -> CommandResult:
     """Run ``argv`` for at most ``timeout`` seconds; never raises for the command's sake.
 
     Whatever happens, nothing the command started outlives this call (``proctree``), and
-    no more than MAX_OUTPUT_BYTES of each stream is ever held.
+    no more than ``max_bytes`` of each stream is ever held.
     """
     argv = tuple(str(a) for a in argv)
     start = time.monotonic()
@@ -108,7 +117,7 @@ def run(argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = 
     deadline = start + max(timeout, 0.01)
     _ACTIVE[proc.pid] = mark
     try:
-        kept, stop = pump(proc, deadline, stdin_data)
+        kept, stop = pump(proc, deadline, stdin_data, max_bytes)
         if stop is None and not wait_exit(proc.pid, deadline):
             stop = "timeout"  # closed its output but kept running
     finally:
@@ -119,11 +128,11 @@ def run(argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = 
                 stream.close()
     returncode = proc.wait()
     out, err = kept[proc.stdout], kept[proc.stderr]
-    cut = stop == "flood" or len(out) >= MAX_OUTPUT_BYTES or len(err) >= MAX_OUTPUT_BYTES
+    cut = stop == "flood" or len(out) >= max_bytes or len(err) >= max_bytes
     timed_out = stop == "timeout"
     return CommandResult(argv, None if timed_out else returncode, _decode(out), _decode(err),
                          round(time.monotonic() - start, 3), timed_out, None, cut,
-                         NOTES.get(stop))
+                         _note(stop, max_bytes))
 
 
 def kill_active() -> None:

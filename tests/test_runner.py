@@ -78,7 +78,7 @@ def test_a_setsid_grandchild_holding_the_pipe_is_killed_and_not_waited_for(tmp_p
     res = runner.run([sys.executable, "-c", DAEMON, str(pids), "0"], timeout=20)
     elapsed = time.monotonic() - start
     assert (res.returncode, res.stdout, res.timed_out) == (0, "hello\n", False)
-    assert res.note == runner.NOTES["held"]
+    assert res.note == runner.HELD
     assert "kept its output open" in res.describe()
     assert elapsed < 5  # not the grandchild's 60 s, nor the 20 s timeout
     assert proctree.alive(_pids(pids)) == []

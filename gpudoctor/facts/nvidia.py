@@ -14,9 +14,9 @@ SMI_KEYS = ("nvidia_smi_xml", "nvidia_smi", "nvidia_smi_query", "nvidia_smi_L")
 
 
 def first_line(text: str) -> str:
-    for line in (text or "").splitlines():
+    for line in (text or "")[:4096].splitlines():  # a flood of output without a newline is not a line
         if line.strip():
-            return line.strip()
+            return line.strip()[:300]
     return ""
 
 

@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 import gpudoctor
 from gpudoctor import runner
 from gpudoctor.probes import commands, environment, files, frameworks
-from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot import FileRecord, Snapshot
 
 ProgressFn = Callable[[str, str], None]  # (probe name, "start" | "done" | "timeout")
 
@@ -35,13 +36,15 @@ class CollectOptions:
 
 
 def _nvml(python: str, env: Mapping[str, str], timeout: float) -> Dict:
-    res = runner.run((sys.executable, "-m", "gpudoctor.probes.nvml_child"), timeout=timeout, env=env)
+    res = runner.run((sys.executable, "-m", "gpudoctor.probes.nvml_child"), timeout=timeout, env=env,
+                     max_bytes=1 << 20)
     if res.timed_out:
         return {"probe": {"timed_out": True, "duration_s": res.duration_s}}
     try:
         data = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
-    except (json.JSONDecodeError, IndexError):
+    except (json.JSONDecodeError, IndexError, RecursionError):
         data = {}
+    data = data if isinstance(data, dict) else {}
     data["probe"] = {"returncode": res.returncode, "duration_s": res.duration_s, "timed_out": False,
                      "error": res.error, "stderr": res.stderr[-4000:]}
     return data
@@ -57,6 +60,40 @@ def _meta(opts: CollectOptions, env: Mapping[str, str]) -> Dict:
         "platform": {"system": platform.system(), "release": platform.release(),
                      "machine": platform.machine(), "python": platform.python_version()},
     }
+
+
+class _Local:
+    """Files, listings and links, read in a daemon thread while the children run: a read that
+    blocks in the kernel (a hung network mount) must not outlive the deadline, and a stuck
+    thread must not keep the process from exiting (a pool worker would be joined at exit)."""
+
+    def __init__(self, root: str, environ: Mapping[str, str]):
+        self.root, self.environ = root, environ
+        self.files: Dict = {}
+        self.rest: Dict = {}
+        self.thread = threading.Thread(target=self._work, name="gpudoctor-files", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        try:
+            files.collect_files(self.root, self.environ, self.files)
+            self.rest["listings"] = files.collect_listings(self.root)
+            self.rest["links"] = files.collect_links(self.root, self.environ, self.rest["listings"])
+        except BaseException as exc:  # re-raised in the caller's thread, as before
+            self.rest["raised"] = exc
+
+    def into(self, snap: Snapshot, deadline: float, note: ProgressFn) -> None:
+        self.thread.join(max(0.0, deadline - time.monotonic()))
+        if "raised" in self.rest:
+            raise self.rest["raised"]
+        snap.files = dict(self.files)
+        snap.listings = self.rest.get("listings", {})
+        snap.links = self.rest.get("links", {})
+        if self.thread.is_alive():
+            note("files", "timeout")
+            why = "not read: reading files did not finish within the deadline"
+            for path in files.FIXED + tuple(files.extra_paths(self.environ)):
+                snap.files.setdefault(os.path.normpath(path), FileRecord(os.path.normpath(path), error=why))
 
 
 def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
@@ -88,11 +125,9 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
         for name in opts.frameworks:
             tasks[pool.submit(job, name, lambda n=name: frameworks.probe(
                 n, opts.python, environ, remaining(opts.timeout)))] = ("framework", name)
-        # Files are quick and local: read them while the children run.
-        snap.files = files.collect_files(opts.root, environ)
-        snap.listings = files.collect_listings(opts.root)
-        snap.links = files.collect_links(opts.root, environ, snap.listings)
+        local = _Local(opts.root, environ)
         wait(tasks, timeout=max(0.1, deadline - time.monotonic() + 1.0))
+        local.into(snap, deadline, note)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     for fut, (kind, key) in tasks.items():
