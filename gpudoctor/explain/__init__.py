@@ -9,6 +9,7 @@ knowledge base) and ``tailor`` fills the recipes the checks share. ``render`` pr
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterable, List, Optional
 
@@ -16,6 +17,10 @@ from gpudoctor.explain import catalog as _catalog
 from gpudoctor.explain.context import Context, read_flags, read_machine, read_text
 from gpudoctor.explain.diagnose import Diagnoser, Diagnosis, Hit, Note, typed_values
 from gpudoctor.explain.sources import BadInput, Source, resolve, scan
+
+# A log of any size is read at hundreds of MB/s; a hostile one (every line an error, a gzip
+# bomb of distinct messages) is cut here and its diagnosis says so.
+TIME_LIMIT_S = 60.0
 
 __all__ = ["BadInput", "Diagnosis", "Note", "Result", "explain", "explain_text", "resolve"]
 
@@ -48,9 +53,13 @@ def _context_text(result) -> str:
 
 
 def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
-            catalog=None, jobs: Optional[int] = None) -> Result:
-    """Scan every source and diagnose them together (one log split over several files is one story)."""
+            catalog=None, jobs: Optional[int] = None, time_limit: Optional[float] = TIME_LIMIT_S) -> Result:
+    """Scan every source and diagnose them together (one log split over several files is one story).
+
+    Reading stops after ``time_limit`` seconds (None: no limit); what was read is diagnosed,
+    and each input cut short says so (``stopped`` in its input entry, and a warning)."""
     catalog = catalog or _catalog.load()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     ctx = Context()
     read_flags(ctx, flags, "--context")
     if facts is not None:
@@ -58,11 +67,20 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     hits: List[Hit] = []
     inputs, warnings = [], []
     for source in sources:
-        result = scan(source, catalog, stdin, jobs)
+        if deadline is not None and time.monotonic() > deadline:
+            inputs.append({"name": source.name, "kind": source.kind, "bytes": 0, "lines": 0,
+                           "stopped": f"not read: the time limit of {time_limit:g} s was reached before it"})
+            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
+            continue
+        result = scan(source, catalog, stdin, jobs, deadline)
         read_text(ctx, _context_text(result), catalog)
         hits.extend(_hits(source, result, catalog))
         inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
         warnings.extend(source.notes)
+        if result.stopped_at is not None:
+            inputs[-1]["stopped"] = (f"stopped after {time_limit:g} s (the time limit), {result.stopped_at / 2 ** 20:.1f} MiB "
+                                     "in: the rest was not read, and errors in it are not diagnosed")
+            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
     merged = _merge_hits(hits)
     diagnoses, notes = Diagnoser(catalog, ctx, facts).run(merged)
     return Result(diagnoses, notes, ctx, inputs, warnings)

@@ -99,6 +99,7 @@ def render(result, style: Style) -> str:
     for n in result.notes:
         out += [""] + _note(n, style)
     out.append("")
+    out += [style.dim(f"{i['name']}: {i['stopped']}") for i in result.inputs if i.get("stopped")]
     if result.diagnoses:
         n = len(result.diagnoses)
         out.append(f"{n} diagnos{'is' if n == 1 else 'es'}, most likely first.")

@@ -10,8 +10,11 @@ from typing import List
 
 from .errors import SmiParseError, find_errors, find_warnings
 from .model import SmiGpu, SmiMigDevice, SmiReport
+from .values import to_int
 
-GPU_LINE = re.compile(r"^\s*GPU\s+(\d+):\s+(.*?)\s+\(UUID:\s*(GPU-[0-9A-Za-z-]+)\)\s*$")
+# Greedy `(.*)` before a literal: the lazy `(.*?)\s+\(UUID` it replaces was quadratic in a
+# run of blanks. The name's surrounding blanks are stripped in code.
+GPU_LINE = re.compile(r"^\s*GPU\s+(\d+):\s(.*)\(UUID:\s*(GPU-[0-9A-Za-z-]+)\)\s*$")
 # R450-R460: "MIG 3g.20gb Device 0: (UUID: MIG-GPU-<gpu uuid>/7/0)";
 # R470+:     "MIG 1g.10gb     Device  0: (UUID: MIG-4d0efb7d-...)".
 MIG_LINE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s+\(UUID:\s*(MIG-[0-9A-Za-z/-]+)\)\s*$")
@@ -33,12 +36,12 @@ def parse_list(text: str) -> SmiReport:
             if migs:
                 _attach_mig(gpus, migs)
             migs = []
-            gpus.append(SmiGpu(index=int(gpu.group(1)), name=gpu.group(2), uuid=gpu.group(3),
+            gpus.append(SmiGpu(index=to_int(gpu.group(1)), name=gpu.group(2).strip(), uuid=gpu.group(3),
                                pci_bus_id=None, memory_total_mib=None, memory_used_mib=None,
                                mig_mode=None))
         elif mig and gpus:
             migs.append(SmiMigDevice(gpu_index=gpus[-1].index, gi_id=None, ci_id=None,
-                                     mig_index=int(mig.group(2)), profile=mig.group(1),
+                                     mig_index=to_int(mig.group(2)), profile=mig.group(1),
                                      uuid=mig.group(3), memory_total_mib=None, memory_used_mib=None))
     if migs:
         _attach_mig(gpus, migs)
