@@ -150,7 +150,7 @@ def load(directory: str) -> Snapshot:
         raise SnapshotError(f"{directory}: not a snapshot folder (no snapshot.json inside)")
     try:
         data = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise SnapshotError(f"{meta_file}: unreadable snapshot.json ({exc})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("gpudoctor.snapshot/"):
         raise SnapshotError(f"{meta_file}: not a gpudoctor snapshot (missing schema)")

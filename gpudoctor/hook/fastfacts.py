@@ -55,7 +55,9 @@ def target_sys_path(python: Optional[str], environ: Mapping[str, str], timeout: 
         return None, res.error or res.describe()  # "not found" says it; the argv would only repeat `python`
     try:
         paths = json.loads(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
+        paths = None
+    if not isinstance(paths, list):
         return None, f"`{python}` printed no sys.path"
     return [p for p in paths if isinstance(p, str) and p], None
 

@@ -2,29 +2,33 @@
 
 Input is what a cluster produces: one file per node (``srun -o reports/%N.json``), one
 stream of JSON lines (``check --jsonl``), or pretty-printed documents one after another;
-lines that are not JSON (``srun: error: ...``) are counted and skipped. Only each report's
-``machine`` and ``findings`` are read.
+stretches that are not a readable report (``srun: error: ...``, a cut report) are counted
+and named. Only each report's ``machine`` and ``findings`` are read. Reading is streamed
+(``split``, ``read``, ``fast``) and spread over the cores for large inputs (``jobs``); this
+module turns reports into Nodes and Nodes into the summary.
 """
 
 from __future__ import annotations
 
-import json
+import io
 import os
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 SCHEMA = "gpudoctor.fleet/1"
 PROBLEM_STATUSES = ("fail", "error", "warn")  # worst first
+MAX_NAMED = 1000  # unreadable stretches named one by one in the summary; all of them are counted
 ATTRIBUTES = ("driver", "cuda", "gpus", "torch")  # compared between peers
-_WS = re.compile(r"\s*")
+MAX_TEXT = 500  # characters kept of a host name, version or finding title
 _DIGITS = re.compile(r"\d+(?:[.:]\d+)*")
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
+    """One node's report, reduced to what the summary needs (a tuple: cheap to send between
+    the worker processes that read large inputs)."""
+
     host: str
     source: str
     status: str                 # the worst finding: fail > error > warn > ok
@@ -39,71 +43,105 @@ class Node:
         return getattr(self, name)
 
 
-def documents(text: str) -> Iterator[object]:
-    """Every JSON value in ``text``: JSON lines, or pretty documents back to back.
+class Damaged(ValueError):
+    """A gpudoctor report whose parts have the wrong types (edited, mangled, hostile)."""
 
-    Yields ``None`` for each stretch of non-JSON (skipped up to the next line).
-    """
-    decoder = json.JSONDecoder()
-    i, n = 0, len(text)
-    while True:
-        i = _WS.match(text, i).end()
-        if i >= n:
-            return
-        try:
-            value, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            nl = text.find("\n", i)
-            i = n if nl < 0 else nl + 1
-            yield None
-            continue
-        yield value
+
+def _obj(value, where: str) -> Dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Damaged(f"{where} is not an object")
+    return value
+
+
+def _list(value, where: str) -> List:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Damaged(f"{where} is not a list")
+    return value
+
+
+def _text(value, where: str) -> Optional[str]:
+    """A scalar as text, cut to MAX_TEXT; a list or object where text belongs is damage."""
+    if type(value) is str:  # the usual case first: this runs for every GPU of every node
+        return value[:MAX_TEXT] or None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise Damaged(f"{where} is not text")
+    return str(value)[:MAX_TEXT]
+
+
+def _model(gpus: List) -> Optional[str]:
+    """The most common GPU name (the first of equals), or None."""
+    names: Dict[str, int] = {}
+    for g in gpus:
+        name = _text(g.get("name"), "gpus[].name") if type(g) is dict else None
+        if name:
+            names[name] = names.get(name, 0) + 1
+    return max(names, key=names.__getitem__) if names else None
 
 
 def node_from_report(doc: object, source: str) -> Optional[Node]:
-    """A Node from one report, or None when ``doc`` is not a gpudoctor report."""
-    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpudoctor.report/"):
+    """A Node from one report, or None when ``doc`` is not a gpudoctor report; raises
+    Damaged when it is one whose parts have the wrong types."""
+    if not isinstance(doc, dict) or not str(doc.get("schema", ""))[:40].startswith("gpudoctor.report/"):
         return None
-    machine = doc.get("machine") or {}
-    gpus = machine.get("gpus") or []
-    names = Counter(g.get("name") for g in gpus if isinstance(g, dict) and g.get("name"))
-    torch = ((machine.get("frameworks") or {}).get("torch") or {})
-    problems = tuple((f.get("check_id", "?"), f.get("status"), f.get("title", ""))
-                     for f in doc.get("findings") or () if f.get("status") in PROBLEM_STATUSES)
-    statuses = {p[1] for p in problems}
-    status = next((s for s in PROBLEM_STATUSES if s in statuses), "ok")
-    host = machine.get("hostname") or (doc.get("snapshot") or {}).get("hostname") or Path(source).stem
-    return Node(str(host), source, status, machine.get("driver_version"), machine.get("cuda_driver_max"),
-                len(gpus), names.most_common(1)[0][0] if names else None,
-                torch.get("version") if torch.get("installed") else None, problems)
+    machine = _obj(doc.get("machine"), "machine")
+    gpus = _list(machine.get("gpus"), "machine.gpus")
+    torch = _obj(_obj(machine.get("frameworks"), "machine.frameworks").get("torch"), "frameworks.torch")
+    problems = []
+    for f in _list(doc.get("findings"), "findings"):
+        status = _obj(f, "findings[]").get("status")
+        if isinstance(status, str) and status in PROBLEM_STATUSES:
+            problems.append((_text(f.get("check_id"), "check_id") or "?", status, _text(f.get("title"), "title") or ""))
+    rank = {p[1] for p in problems}
+    host = (_text(machine.get("hostname"), "machine.hostname")
+            or _text(_obj(doc.get("snapshot"), "snapshot").get("hostname"), "snapshot.hostname") or Path(source).stem)
+    return Node(host, source, next((s for s in PROBLEM_STATUSES if s in rank), "ok"),
+                _text(machine.get("driver_version"), "driver_version"),
+                _text(machine.get("cuda_driver_max"), "cuda_driver_max"), len(gpus), _model(gpus),
+                _text(torch.get("version"), "torch.version") if torch.get("installed") else None, tuple(problems))
+
+
+def documents(text: str) -> Iterator[object]:
+    """Every JSON value in ``text`` (JSON lines, or pretty documents); ``None`` for each
+    stretch that is not JSON. See ``fleet.split`` for the rules."""
+    from gpudoctor.fleet.read import values
+
+    yield from values(io.BytesIO(text.encode("utf-8")))
 
 
 def read_text(text: str, source: str, nodes: Dict[str, Node], dupes: Counter, bad: List) -> None:
-    for doc in documents(text):
-        try:
-            node = node_from_report(doc, source)
-        except (AttributeError, TypeError):  # a report whose parts have the wrong types (edited, mangled)
-            bad.append({"source": source, "reason": "a damaged gpudoctor report"})
-            continue
-        if node is None:
-            bad.append({"source": source, "reason": "not JSON" if doc is None else "not a gpudoctor report"})
-            continue
-        if node.host in nodes:
-            dupes[node.host] += 1
-        nodes[node.host] = node
+    """Add the reports in ``text`` to ``nodes``; what is not a report goes to ``bad``."""
+    from gpudoctor.fleet.read import Tally, read_stream
+
+    tally = Tally(nodes, dupes, bad)
+    read_stream(io.BytesIO(text.encode("utf-8")), source, tally)
 
 
-def input_files(paths: Iterable[str]) -> Iterator[Path]:
-    """Files as given; a directory contributes every non-hidden file below it, sorted."""
-    for p in map(Path, paths):
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):  # regular files only: a FIFO or socket would block the read
-                    if not name.startswith(".") and (Path(root) / name).is_file():
-                        yield Path(root) / name
+def input_files(paths: Iterable[str]) -> Iterator[str]:
+    """Files as given; a directory contributes every non-hidden regular file below it, sorted
+    (a FIFO or socket inside would block the read)."""
+    for path in paths:
+        if os.path.isdir(path):
+            yield from _walk(path)
         else:
-            yield p
+            yield path
+
+
+def _walk(folder: str) -> Iterator[str]:
+    try:
+        entries = sorted((e for e in os.scandir(folder) if not e.name.startswith(".")), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir():
+            yield from _walk(entry.path)
+        elif entry.is_file():
+            yield entry.path
 
 
 def hostlist(hosts: Iterable[str]) -> str:
@@ -179,7 +217,8 @@ def _spread(nodes: List[Node], attr: str) -> Dict[str, int]:
     return dict(counts.most_common())
 
 
-def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counter) -> Dict:
+def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counter,
+              unreadable_count: Optional[int] = None) -> Dict:
     """The fleet summary as plain data (the --json output, schema gpudoctor.fleet/1)."""
     ordered = sorted(nodes.values(), key=lambda n: n.host)
     status = Counter(n.status for n in ordered)
@@ -192,6 +231,7 @@ def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counte
                    "gpu_count": _spread(ordered, "gpus"), "gpu_model": _spread(ordered, "model"),
                    "torch": _spread(ordered, "torch")},
         "outliers": _outliers(ordered),
-        "unreadable": unreadable,
+        "unreadable": unreadable[:MAX_NAMED],
+        "unreadable_count": unreadable_count if unreadable_count is not None else len(unreadable),
         "duplicates": sorted(duplicates),
     }
