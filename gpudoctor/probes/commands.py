@@ -30,11 +30,14 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "modinfo_nvidia": ("modinfo", "nvidia"),
 }
 
-# Output kept per stream, a few times what each command prints on a large machine: `nvidia-smi -q`
-# of a 16-GPU server is ~200 KB, `ldconfig -p` a few hundred KB. A command printing more is cut
-# (and stopped, see runner), so a flood costs the bundle's redaction and the parsers little.
-MAX_BYTES: Dict[str, int] = {key: 1 << 20 for key in COMMANDS}
-MAX_BYTES["ldconfig_p"] = 4 << 20
+# Output kept per stream, a few times what each command prints on a large machine (`nvidia-smi
+# -q -x` is ~40-75 KB per GPU with its processes, the table ~1 KB per GPU plus a line per process,
+# `ldconfig -p` a few hundred KB). A command printing more is cut (and stopped, see runner), so a
+# flood costs the parsers and the bundle's redaction (about 1 s per MiB) little.
+MAX_BYTES: Dict[str, int] = {"nvidia_smi_xml": 2 << 20, "nvidia_smi": 256 << 10, "nvidia_smi_L": 64 << 10,
+                             "nvidia_smi_query": 64 << 10, "nvcc_version": 64 << 10, "lspci": 256 << 10,
+                             "uname_r": 4 << 10, "mokutil_sb_state": 4 << 10, "ldconfig_p": 4 << 20,
+                             "modinfo_nvidia": 256 << 10}
 
 # Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
 _FALLBACK_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
@@ -55,7 +58,7 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
     exe = resolve(argv[0], env.get("PATH"))
     if exe is None:
         return runner.CommandResult(argv, error="not found")
-    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env), max_bytes=MAX_BYTES[key])
+    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env), max_bytes=MAX_BYTES.get(key, 1 << 20))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
     return dataclasses.replace(result, argv=argv)
 
