@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpudoctor import visible_devices
 from gpudoctor.explain import BadInput, explain_text
 from gpudoctor.smi import (SmiParseError, extract, parse, parse_csv, parse_list, parse_query, parse_table,
                            parse_xml)
@@ -108,6 +109,10 @@ SHAPES = {
     "csv: prompt lines": (parse_csv, lambda n: "$ x\n" * (n // 4) + "index, name\n0, Tesla T4\n"),
     "explain: distinct OOM lines": (explain_text, lambda n: "".join(OOM.format(n=i) for i in range(n // 200))),
     "explain: one line of blanks": (explain_text, lambda n: "CUDA error: " + " " * n + "out of memory\n"),
+    "CUDA_VISIBLE_DEVICES: many indices": (lambda t: visible_devices.parse(t),
+                                           lambda n: ",".join(str(i) for i in range(n // 6))),
+    "CUDA_VISIBLE_DEVICES: many UUIDs": (lambda t: visible_devices.parse(t),
+                                         lambda n: ",".join(f"GPU-{i:08x}" for i in range(n // 13))),
 }
 
 
@@ -132,3 +137,12 @@ def test_time_grows_linearly(name):
     t_big = _seconds(fn, make(160_000))
     # 8x the input: a linear parser takes about 8x, a quadratic one 64x (allowing 3x for noise).
     assert t_big < max(24 * t_small, 0.05), (name, t_small, t_big)
+
+
+@pytest.mark.parametrize("raw, entries", [
+    ("9" * 5000, ("18446744073709551615",)),       # strtoul saturates; never the int-str limit
+    ("1," + "9" * 400, ("1", "18446744073709551615")),
+    ("-" + "9" * 5000, ()),
+])
+def test_cuda_visible_devices_with_huge_numbers_reads_like_strtoul(raw, entries):
+    assert visible_devices.parse(raw).entries == entries
