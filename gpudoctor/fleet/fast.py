@@ -31,13 +31,23 @@ def fast(raw: bytes) -> Optional[Dict]:
     at = _pretty_keys(raw) if raw.startswith(b"{\n") else _compact_keys(raw)
     if at is None or raw[at["findings"]:at["findings"] + 1] != b"[":
         return None
+    summary = _value(raw, at["summary"], len(raw), last=True)
     problem = any(raw.find(word, at["findings"], at["machine"]) >= 0 for word in _PROBLEM_WORDS)
     doc = {"machine": _value(raw, at["machine"], at["schema"]), "schema": _value(raw, at["schema"], at["summary"]),
            "findings": _value(raw, at["findings"], at["machine"]) if problem else []}
-    if None in doc.values() or _value(raw, at["summary"], len(raw), last=True) is None:
+    if None in doc.values() or not _counted(raw, at, summary):
         return None
     machine = doc["machine"]
     return doc if isinstance(machine, dict) and isinstance(machine.get("hostname"), str) else None
+
+
+def _counted(raw: bytes, at: Dict[str, int], summary) -> bool:
+    """Findings left undecoded must be what the summary counts: as many objects with a
+    ``check_id`` as the summary's statuses add up to (a list of anything else is damage,
+    for the full decoder to name)."""
+    if not isinstance(summary, dict) or not all(type(n) is int for n in summary.values()):
+        return False
+    return raw.count(b'"check_id"', at["findings"], at["machine"]) == sum(summary.values())
 
 
 def _compact_keys(raw: bytes) -> Optional[Dict[str, int]]:
