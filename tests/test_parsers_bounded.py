@@ -99,7 +99,7 @@ SHAPES = {
     "-L: a name of blanks": (parse_list, lambda n: "GPU 0: " + " " * n + "x (UUID: GPU-1)x\n"),
     "-L: many GPUs": (parse, lambda n: "".join(f"GPU {i}: Tesla T4 (UUID: GPU-{i:08d})\n" for i in range(n // 40))),
     "bundle: two -L sections": (parse, lambda n: "".join(
-        f"# nvidia-smi -L\n" + "".join(f"GPU {i}: Tesla T4 (UUID: GPU-{i:08d}-{s})\n" for i in range(n // 80))
+        "# nvidia-smi -L\n" + "".join(f"GPU {i}: Tesla T4 (UUID: GPU-{i:08d}-{s})\n" for i in range(n // 80))
         for s in "ab")),
     "-q: indentation 1 deeper per line": (parse, lambda n: "==============NVSMI LOG==============\n"
                                           "Driver Version : 535\nGPU 00000000:00:04.0\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 from gpudoctor.fleet import MAX_NAMED, Damaged, Node, node_from_report
 from gpudoctor.fleet.fast import fast

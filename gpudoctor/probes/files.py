@@ -8,7 +8,7 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from gpudoctor import liveread
 from gpudoctor.snapshot import MAX_FILE_BYTES, FileRecord
