@@ -175,7 +175,6 @@ def measured(argv, env=None, stdin=None, timeout=600, cwd=None) -> dict:
     processes it left carrying its run id (GPUDOCTOR_RUN_ID=<its pid>.*)."""
     code = textwrap.dedent("""
         import json, resource, subprocess, sys, time
-        from gpudoctor import proctree
         argv, env, stdin, timeout, cwd = json.loads(sys.argv[1])
         t = time.perf_counter()
         with open(stdin or "/dev/null", "rb") as fh:
@@ -185,7 +184,11 @@ def measured(argv, env=None, stdin=None, timeout=600, cwd=None) -> dict:
                 hung = False
             except subprocess.TimeoutExpired:
                 p.kill(); out, err = p.communicate(); hung = True
-        left = [pid for pid, _ in proctree.marked_processes(f"{p.pid}.")]
+        try:
+            from gpudoctor import proctree  # absent before issue 15: then only the stubs' own pid files count
+            left = [pid for pid, _ in proctree.marked_processes(f"{p.pid}.")]
+        except ImportError:
+            left = []
         print(json.dumps({"s": time.perf_counter() - t, "rc": p.returncode, "hung": hung, "left": left,
                           "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
                           "err": err.decode(errors="replace")[-3000:], "out_len": len(out)}))
@@ -197,15 +200,26 @@ def measured(argv, env=None, stdin=None, timeout=600, cwd=None) -> dict:
     return json.loads(res.stdout)
 
 
-def judge(row: dict, m: dict, bound: float, ok_codes=(0, 1, 2), pids=(), label="") -> None:
-    from gpudoctor import proctree
+def alive(pids) -> list:
+    """The pids still running (a zombie is gone)."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                    out.append(pid)
+        except (OSError, IndexError):
+            continue
+    return out
 
+
+def judge(row: dict, m: dict, bound: float, ok_codes=(0, 1, 2), pids=(), label="") -> None:
     row["inputs"] += 1
     crashed = m["rc"] not in ok_codes or "Traceback" in m["err"]
     row["crashes"] += crashed
     row["hangs"] += m["hung"] or m["s"] > bound
     row["rss"] = max(row["rss"], m["rss"])
-    left = set(m["left"]) | set(proctree.alive(pids))
+    left = set(m["left"]) | set(alive(pids))
     row["leftovers"] += len(left)
     for pid in left:
         try:
@@ -299,7 +313,7 @@ def explain_attacks(tmp: Path) -> dict:
     with open(bomb, "wb") as fh:
         while fh.tell() < 3 << 20:
             fh.write(member)
-    judge(row, measured([sys.executable, "-m", "gpudoctor", "explain", "--json", str(bomb)], timeout=600),
+    judge(row, measured([sys.executable, "-m", "gpudoctor", "explain", "--json", str(bomb)], timeout=180),
           60 + 15, ok_codes=(0, 1), label="3 MB gzip of repeated OOM lines")
     for text in ("NVIDIA GeForce RTX 5080 with CUDA capability sm_" + "9" * 5000 + " is not compatible with the "
                  "current PyTorch installation.", "The NVIDIA driver on your system is too old (found version "
