@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 FIXTURES = ROOT / "fixtures" / "nvidia-smi"
 CASES = Path("/work/shared/errors-dev/cases.jsonl")
 PARSE_BOUND_S = 10.0
+MEM_LIMIT = 3 << 30      # a command past this is stopped and counted as over its bound
 LIVE_TIMEOUT_S, LIVE_SLACK_S = 4, 11
 FORMATS = ("xml", "table", "query", "list", "csv", "bundle", "error", "explain")
 
@@ -173,23 +174,37 @@ def _drain(proc: subprocess.Popen, seed: int, count: int, row: dict) -> int:
 def measured(argv, env=None, stdin=None, timeout=600, cwd=None) -> dict:
     """Run argv; wall time, exit code, stderr, peak RSS of its largest process, and the
     processes it left carrying its run id (GPUDOCTOR_RUN_ID=<its pid>.*)."""
-    code = textwrap.dedent("""
+    code = f"MEM_LIMIT = {MEM_LIMIT}\n" + textwrap.dedent("""
         import json, resource, subprocess, sys, time
         argv, env, stdin, timeout, cwd = json.loads(sys.argv[1])
+        import threading
         t = time.perf_counter()
+        over = []
+        def guard(p):  # the campaign must not take the machine down: past MEM_LIMIT the run is stopped
+            while p.poll() is None:
+                try:
+                    rss = int(open(f"/proc/{p.pid}/statm").read().split()[1]) * 4096
+                except (OSError, IndexError, ValueError):
+                    return
+                if rss > MEM_LIMIT:
+                    over.append(rss); p.kill(); return
+                time.sleep(0.05)
         with open(stdin or "/dev/null", "rb") as fh:
             p = subprocess.Popen(argv, env=env, stdin=fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+            threading.Thread(target=guard, args=(p,), daemon=True).start()
             try:
                 out, err = p.communicate(timeout=timeout)
                 hung = False
             except subprocess.TimeoutExpired:
                 p.kill(); out, err = p.communicate(); hung = True
+        if over:
+            err += b"\n(campaign: stopped at %d MiB of memory)" % (over[0] >> 20)
         try:
             from gpudoctor import proctree  # absent before issue 15: then only the stubs' own pid files count
             left = [pid for pid, _ in proctree.marked_processes(f"{p.pid}.")]
         except ImportError:
             left = []
-        print(json.dumps({"s": time.perf_counter() - t, "rc": p.returncode, "hung": hung, "left": left,
+        print(json.dumps({"s": time.perf_counter() - t, "rc": p.returncode, "hung": hung or bool(over), "left": left,
                           "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
                           "err": err.decode(errors="replace")[-3000:], "out_len": len(out)}))
     """)
@@ -385,19 +400,22 @@ def main() -> int:
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="gpudoctor-campaign-bounds-"))
     rows, start = {}, time.monotonic()
+    print(f"{'category':<24}{'inputs':>8}{'crashes':>9}{'hangs':>7}{'peak RSS':>10}{'leftovers':>11}", flush=True)
+
+    def add(new: dict) -> None:  # each row as soon as it is known: a stopped run still tells
+        rows.update(new)
+        for name, r in new.items():
+            print(f"{name:<24}{r['inputs']:>8}{r['crashes']:>9}{r['hangs']:>7}{r['rss'] / 2**20:>8.0f}MB"
+                  f"{r['leftovers']:>11}", flush=True)
     try:
         for fmt in FORMATS:
-            rows[f"parsers:{fmt}"] = fuzz_parsers(fmt, args.fuzz)
-            rows[f"cli:{fmt}"] = cli_sample(tmp, fmt, args.cli)
-        rows.update(live(tmp, args.quick))
-        rows.update(explain_attacks(tmp))
-        rows.update(recordings(tmp))
-        rows.update(fleet(tmp, args.fleet_nodes))
+            add({f"parsers:{fmt}": fuzz_parsers(fmt, args.fuzz), f"cli:{fmt}": cli_sample(tmp, fmt, args.cli)})
+        add(live(tmp, args.quick))
+        add(explain_attacks(tmp))
+        add(recordings(tmp))
+        add(fleet(tmp, args.fleet_nodes))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{'category':<24}{'inputs':>8}{'crashes':>9}{'hangs':>7}{'peak RSS':>10}{'leftovers':>11}")
-    for name, r in rows.items():
-        print(f"{name:<24}{r['inputs']:>8}{r['crashes']:>9}{r['hangs']:>7}{r['rss'] / 2**20:>8.0f}MB{r['leftovers']:>11}")
     total = {k: sum(r[k] for r in rows.values()) for k in ("inputs", "crashes", "hangs", "leftovers")}
     print(f"{'total':<24}{total['inputs']:>8}{total['crashes']:>9}{total['hangs']:>7}{'':>10}{total['leftovers']:>11}"
           f"   ({time.monotonic() - start:.0f} s)")
