@@ -198,7 +198,7 @@ def measured(argv, env=None, stdin=None, timeout=600, cwd=None) -> dict:
             except subprocess.TimeoutExpired:
                 p.kill(); out, err = p.communicate(); hung = True
         if over:
-            err += b"\n(campaign: stopped at %d MiB of memory)" % (over[0] >> 20)
+            err += b"\\n(campaign: stopped at %d MiB of memory)" % (over[0] >> 20)
         try:
             from gpudoctor import proctree  # absent before issue 15: then only the stubs' own pid files count
             left = [pid for pid, _ in proctree.marked_processes(f"{p.pid}.")]
