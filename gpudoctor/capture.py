@@ -26,18 +26,21 @@ POLL_S = 0.1
 CHUNK = 1 << 16
 
 
-def _exited(pid: int) -> bool:
+def _exited(proc: subprocess.Popen) -> bool:
     """Whether the child has exited, without reaping it: its pid (and process group) stay
-    reserved until ``proctree.kill_tree`` has looked for what it left behind."""
+    reserved until ``proctree.kill_tree`` has looked for what it left behind. (Where there is
+    no waitid, macOS, it is reaped: proctree finds nothing there anyway, having no /proc.)"""
+    if not hasattr(os, "waitid"):
+        return proc.poll() is not None
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
 
 
-def wait_exit(pid: int, deadline: float) -> bool:
+def wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
     delay = 0.001
-    while not _exited(pid):
+    while not _exited(proc):
         if time.monotonic() >= deadline:
             return False
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -64,7 +67,7 @@ def pump(proc: subprocess.Popen, deadline: float, stdin_data: Optional[bytes],
             sel.register(proc.stdin, selectors.EVENT_WRITE)
         while sel.get_map():
             now = time.monotonic()
-            if exited_at is None and _exited(proc.pid):
+            if exited_at is None and _exited(proc):
                 exited_at = now
             end = deadline if exited_at is None else min(deadline, exited_at + HELD_GRACE_S)
             if now >= end:

@@ -118,7 +118,7 @@ def run(argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = 
     _ACTIVE[proc.pid] = mark
     try:
         kept, stop = pump(proc, deadline, stdin_data, max_bytes)
-        if stop is None and not wait_exit(proc.pid, deadline):
+        if stop is None and not wait_exit(proc, deadline):
             stop = "timeout"  # closed its output but kept running
     finally:
         proctree.kill_tree(proc.pid, mark)
