@@ -97,7 +97,10 @@ def make_input(fmt: str, seed: int) -> str:
 
 def _run_one(fmt: str, text: str) -> str:
     from gpudoctor import smi
-    from gpudoctor.explain import BadInput, explain_text
+    try:  # explain's entry points moved to explain.pipeline; older trees export them from the package
+        from gpudoctor.explain.pipeline import BadInput, explain_text
+    except ImportError:
+        from gpudoctor.explain import BadInput, explain_text
 
     try:
         if fmt == "explain":

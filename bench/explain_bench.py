@@ -3,12 +3,14 @@
     python bench/explain_bench.py                 # 1 GiB training log in /tmp, errors scattered through it
     python bench/explain_bench.py --size-mib 256  # a quicker run
     python bench/explain_bench.py --long-line     # also: a 1 GiB file that is one line without a newline
+    python bench/explain_bench.py --size-mib 256 --code /tmp/old   # also time another checkout on the same log
 
 The grep patterns are the catalog's own regular expressions converted to POSIX ERE (named
 groups dropped, \\d/\\s/\\w spelled as classes, case-insensitive signatures spelled [cC]...).
 Every command runs in a fresh helper process that reports its wall time and the peak RSS
 of the command (resource.getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest process of the
-command, worker processes included). The page cache is warmed first so both read from memory.
+command, worker processes included) and its CPU seconds (user + system, children included: on a loaded
+machine the wall time says little). The page cache is warmed first so both read from memory.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ _CLASS_OUT = {"d": "[0-9]", "s": "[[:space:]]", "w": "[[:alnum:]_]", "S": "[^[:s
 
 def to_ere(pattern: str, ignore_case: bool) -> str:
     """Python regex (the catalog's subset) -> POSIX ERE for grep -E."""
-    p, out, i, inclass = pattern.replace("[^\\n]", "."), [], 0, False
+    p, out, i, inclass, opened = pattern.replace("[^\\n]", "."), [], 0, False, 0
     while i < len(p):
         ch = p[i]
         if ch == "\\" and i + 1 < len(p):
@@ -93,7 +95,7 @@ def to_ere(pattern: str, ignore_case: bool) -> str:
             i += 2
             continue
         if inclass:
-            if ch == "]" and out[-1] not in ("[", "[^"):
+            if ch == "]" and "".join(out[opened:]):       # a "]" first in the class is a literal
                 inclass = False
             elif ignore_case and ch.isalpha():
                 ch = ch.lower() + ch.upper()
@@ -103,6 +105,7 @@ def to_ere(pattern: str, ignore_case: bool) -> str:
         if ch == "[":
             inclass = True
             out.append("[^" if p[i + 1:i + 2] == "^" else "[")
+            opened = len(out)
             i += 2 if p[i + 1:i + 2] == "^" else 1
             continue
         if ch == "(" and p[i + 1:i + 2] == "?":
@@ -124,7 +127,7 @@ def grep_patterns(path: Path) -> int:
     import re
 
     pats = [to_ere(p.pattern, bool(p.flags & re.IGNORECASE))
-            for s in catalog.load().signatures if s.kind in ("diagnosis", "program_bug", "harmless") for p in s.patterns]
+            for s in catalog.load().signatures if s.kind in catalog.STREAMED for p in s.patterns]
     path.write_text("\n".join(pats) + "\n")
     return len(pats)
 
@@ -140,13 +143,16 @@ def _measure_child(cmd) -> None:
     t = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss = usage.ru_maxrss
     print(json.dumps({"wall_s": wall, "peak_rss_mib": rss / 1024, "rc": proc.returncode,
+                      "cpu_s": usage.ru_utime + usage.ru_stime,
                       "stdout_tail": proc.stdout[-4000:].decode("utf-8", "replace")}))
 
 
 def row(name: str, m: dict, size: int) -> str:
-    return f"{name:<34} {m['wall_s']:8.2f} s  {size / 2**20 / m['wall_s']:8.1f} MiB/s  {m['peak_rss_mib']:8.1f} MiB"
+    return (f"{name:<34} {m['wall_s']:8.2f} s  {size / 2**20 / m['wall_s']:8.1f} MiB/s  {m['peak_rss_mib']:8.1f} MiB"
+            f"  {m['cpu_s']:8.2f} s CPU")
 
 
 def main() -> None:
@@ -155,6 +161,7 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp")
     ap.add_argument("--long-line", action="store_true", help="also scan a file that is one 1 GiB line")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--code", help="another gpudoctor checkout to time on the same log (one process)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
@@ -174,13 +181,20 @@ def main() -> None:
     grep_c = measure(["env", "LC_ALL=C", "grep", "-c", "-E", "-f", str(pats), str(log)])
     par = measure(gpudoctor + [str(log)])
     one = measure(gpudoctor + ["--jobs", "1", str(log)])
-    print(f"{'command':<34} {'wall':>10}  {'throughput':>14}  {'peak RSS':>12}")
+    other = measure(["env", f"PYTHONPATH={args.code}", sys.executable, "-m", "gpudoctor", "explain", "--json",
+                     "--jobs", "1", str(log)]) if args.code else None
+    print(f"{'command':<34} {'wall':>10}  {'throughput':>14}  {'peak RSS':>12}  {'CPU':>12}")
     print(row("grep -c -E -f <patterns>", grep, real) + f"   ({grep['stdout_tail'].strip()} matching lines)")
     print(row("LC_ALL=C grep -c -E -f <patterns>", grep_c, real))
     print(row(f"gpudoctor explain (workers: {os.cpu_count()})", par, real) + f"   exit {par['rc']}")
     print(row("gpudoctor explain --jobs 1", one, real) + f"   exit {one['rc']}")
+    if other is not None:
+        print(row(f"{args.code} explain --jobs 1", other, real) + f"   exit {other['rc']}")
     print(f"ratio explain/grep: {par['wall_s'] / grep['wall_s']:.2f} (one process: {one['wall_s'] / grep['wall_s']:.2f}); "
           f"vs LC_ALL=C grep: {par['wall_s'] / grep_c['wall_s']:.2f}")
+    print(f"CPU seconds explain --jobs 1 / grep: {one['cpu_s'] / grep['cpu_s']:.2f}; "
+          f"/ LC_ALL=C grep: {one['cpu_s'] / grep_c['cpu_s']:.2f}"
+          + (f"; {args.code}: {other['cpu_s'] / grep['cpu_s']:.2f}" if other else ""))
     if args.long_line:
         big = Path(args.dir) / "gpudoctor-bench-oneline.log"
         generate_long_line(big, size)

@@ -45,7 +45,7 @@ def base_reports():
     """name -> report dict, from recorded snapshots through the real report builder."""
     from gpudoctor.report import build_report
     from gpudoctor.runner import CommandResult
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
 
     h100 = load(str(SCENARIOS / "core-8gpu-server" / "snapshot"))
     hung = copy.deepcopy(h100)

@@ -16,6 +16,7 @@ MODULES = (
     "gpudoctor_checks.gpu_health",
     "gpudoctor_checks.inventory",
     "gpudoctor_checks.cuda_toolkit",
+    "gpudoctor_checks.host_compiler",
     "gpudoctor_checks.cudnn",
     "gpudoctor_checks.containers",
     "gpudoctor_checks.wsl",
@@ -25,6 +26,16 @@ MODULES = (
     "gpudoctor_checks.visible_devices",
     "gpudoctor_checks.device_lists",
     "gpudoctor_checks.tf_memory",
+    "gpudoctor_checks.node",
+    "gpudoctor_checks.processes",
+    "gpudoctor_checks.kernel_log",
+    "gpudoctor_checks.fabric",
+    "gpudoctor_checks.pcie",
+    "gpudoctor_checks.clocks",
+    "gpudoctor_checks.persistence",
+    "gpudoctor_checks.dcgm",
+    "gpudoctor_checks.smoke",
+    "gpudoctor_checks.smoke_links",
 )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from packaging.version import Version
 
@@ -10,6 +10,7 @@ from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.cuda import Toolkit
 from gpudoctor.facts.cuda_paths import Pick, default_toolkit
+from gpudoctor.facts.driver import DriverForCuda
 from gpudoctor.findings import Evidence, fail, ok, warn
 from gpudoctor.knowledge import max_cuda_for_driver, min_driver_for_cuda, toolkit_driver
 from gpudoctor.recipes import recipe
@@ -28,11 +29,11 @@ def _driver_verdict(t: Toolkit, driver: str, os: str):
     return "ok", need, own
 
 
-def _toolkit_finding(f: Facts, t: Toolkit, verdict: str, need, own, driver: dict, selected: bool):
-    have, os = driver["version"], driver["os"]
+def _toolkit_finding(f: Facts, t: Toolkit, verdict: str, need, own, driver: DriverForCuda, selected: bool):
+    have, os = driver.version, driver.os
     most = max_cuda_for_driver(have, os) or f.get("cuda_driver_max") or "?"
     wanted = own.min_driver if own else need.min_driver
-    ev = [Evidence(t.source, t.label()), Evidence(driver["source"], f"driver {have} (supports CUDA up to {most})")]
+    ev = [Evidence(t.source, t.label()), Evidence(driver.source, f"driver {have} (supports CUDA up to {most})")]
     rule = (f"CUDA {t.version} needs driver >= {need.min_driver} "
             + ("(CUDA minor-version compatibility)" if need.rule == "minor-compat" else "(the driver it shipped with)")
             + (f" and {own.min_driver} for all its features." if own and own.min_driver != need.min_driver else "."))
@@ -67,7 +68,7 @@ def toolkit_driver_fit(f: Facts):
     chosen = default_toolkit(f)
     findings, fine = [], []
     for t in toolkits:
-        verdict, need, own = _driver_verdict(t, driver["version"], driver["os"])
+        verdict, need, own = _driver_verdict(t, driver.version, driver.os)
         if verdict in ("fail", "warn"):
             selected = chosen is None or t == chosen or len(toolkits) == 1
             findings.append(_toolkit_finding(f, t, verdict, need, own, driver, selected))
@@ -76,11 +77,11 @@ def toolkit_driver_fit(f: Facts):
     if findings:
         return findings
     names = ", ".join(f"{t.version} ({t.root})" for t in fine)
-    return ok(f"driver {driver['version']} runs CUDA {names}" if fine else "no CUDA toolkit of a known version",
-              evidence=[Evidence(driver["source"], f"driver {driver['version']}")])
+    return ok(f"driver {driver.version} runs CUDA {names}" if fine else "no CUDA toolkit of a known version",
+              evidence=[Evidence(driver.source, f"driver {driver.version}")])
 
 
-def _versions(picks: List[Pick]) -> List[str]:
+def _versions(picks: Sequence[Pick]) -> List[str]:
     return sorted({p.version for p in picks if p.version})
 
 
@@ -93,13 +94,13 @@ def _target(f: Facts) -> Optional[Toolkit]:
     return toolkits[-1] if toolkits else None
 
 
-def _cleaned(value: str, toolkits: List[Toolkit], first: str) -> str:
+def _cleaned(value: str, toolkits: Sequence[Toolkit], first: str) -> str:
     """``value`` (a PATH-like list) with every toolkit directory removed and ``first`` put in front."""
     keep = [e for e in value.split(":") if e and not any(t.owns(e.rstrip("/")) for t in toolkits)]
     return ":".join([first] + keep)
 
 
-def _agreement(toolkits: List[Toolkit], picks: List[Pick]) -> str:
+def _agreement(toolkits: Sequence[Toolkit], picks: Sequence[Pick]) -> str:
     """"2 CUDA toolkit(s): ...; nvcc on PATH and CUDA_HOME agree on CUDA 12.4"."""
     names = list(dict.fromkeys(p.what for p in picks))
     who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
@@ -115,7 +116,7 @@ def toolkit_paths(f: Facts):
     toolkits, picks = f["cuda_toolkits"], [p for p in f["cuda_picks"] if p.what != "/usr/local/cuda"]
     ev = [Evidence(p.source, p.describe()) for p in f["cuda_picks"]]
     # Only a snapshot that recorded links can tell that a CUDA_HOME directory does not exist.
-    dangling = [p for p in picks if p.what in ("CUDA_HOME", "CUDA_PATH") and p.toolkit is None and f.snapshot.links]
+    dangling = [p for p in picks if p.what in ("CUDA_HOME", "CUDA_PATH") and p.toolkit is None and f.has("links")]
     disagree = len(_versions(picks)) > 1
     if not disagree and not dangling:
         return ok(_agreement(toolkits, picks) if toolkits else "no CUDA toolkit installed", evidence=ev)

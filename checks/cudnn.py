@@ -12,7 +12,7 @@ from gpudoctor.recipes import recipe
 
 def _paired_toolkit(f: Facts, path: str):
     """The toolkit a cuDNN belongs to: the one it was copied into, else the one builds use by default."""
-    toolkits = f.get("cuda_toolkits") or []
+    toolkits = f.get("cuda_toolkits") or ()
     return next((t for t in toolkits if t.owns(path)), None) or default_toolkit(f)
 
 
@@ -38,7 +38,7 @@ def cudnn_cuda_pairing(f: Facts):
     """cuDNN from cudnn_version.h (or libcudnn.so.N in the loader cache) against the CUDA toolkit it sits
     in or is used with: cuDNN 9 needs CUDA 11.x/12.x (13.x from 9.12), 8.x pairs with 10.2/11.x/12.x."""
     info, findings, fine = f["cudnn"], [], []
-    for h in info["headers"]:
+    for h in info.headers:
         toolkit = _paired_toolkit(f, h.path)
         pairing = cudnn_pairing(h.version)
         if toolkit is None or not toolkit.version or pairing is None:
@@ -49,9 +49,9 @@ def cudnn_cuda_pairing(f: Facts):
         else:
             findings.append(_mismatch(f, h.version, h.path, f"file:{h.path}", toolkit, pairing.label,
                                       pairing.cuda_text()))
-    if not info["headers"]:
+    if not info.headers:
         toolkit = default_toolkit(f)
-        for lib in info["libs"]:
+        for lib in info.libs:
             major = int(lib.name.split(".so.")[1].split(".")[0]) if ".so." in lib.name else None
             fits = cudnn_major_supports(major, toolkit.version) if major and toolkit and toolkit.version else None
             if fits is False:
@@ -67,20 +67,20 @@ def cudnn_header_library(f: Facts):
     """A cudnn_version.h of one major with only libcudnn.so of another in the loader cache: builds
     compile against one cuDNN and load another."""
     info = f["cudnn"]
-    if not info["headers"] or not info["ldconfig_recorded"] or not info["lib_majors"]:
-        return ok("nothing to compare: " + ("no cudnn_version.h" if not info["headers"]
+    if not info.headers or not info.ldconfig_recorded or not info.lib_majors:
+        return ok("nothing to compare: " + ("no cudnn_version.h" if not info.headers
                                             else "no libcudnn.so.N in the loader cache"))
-    bad = [h for h in info["headers"] if h.major not in info["lib_majors"]]
+    bad = [h for h in info.headers if h.major not in info.lib_majors]
     if not bad:
-        return ok(f"cuDNN headers ({', '.join(h.version for h in info['headers'])}) and libcudnn.so."
-                  f"{'/'.join(map(str, info['lib_majors']))} agree")
+        return ok(f"cuDNN headers ({', '.join(h.version for h in info.headers)}) and libcudnn.so."
+                  f"{'/'.join(map(str, info.lib_majors))} agree")
     h = bad[0]
     return warn(f"cudnn_version.h says cuDNN {h.version} but the loader only finds libcudnn.so."
-                f"{'/'.join(map(str, info['lib_majors']))}",
+                f"{'/'.join(map(str, info.lib_majors))}",
                 detail="Code compiled against these headers links to a cuDNN the loader does not have, or "
                        "loads another major at run time.",
                 evidence=[Evidence(f"file:{h.path}", f"cuDNN {h.version}")]
-                + [Evidence("command:ldconfig_p", lib.line) for lib in info["libs"][:3]],
+                + [Evidence("command:ldconfig_p", lib.line) for lib in info.libs[:3]],
                 fix=recipe("cudnn_mismatch_or_missing", f, cudnn_version=h.version, cudnn_path=h.path,
                            **_toolkit_values(_paired_toolkit(f, h.path))))
 

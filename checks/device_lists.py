@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.nvidia import nvml_value, smi_key
+from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip, warn
 from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver
 from gpudoctor.recipes import recipe
@@ -18,17 +18,16 @@ def _norm_uuid(u: Optional[str]) -> str:
 
 
 def _nvml_view(f: Facts) -> Optional[Tuple[int, List[str]]]:
-    nv = f.snapshot.nvml or {}
-    count = nvml_value(nv.get("device_count"))
-    if not isinstance(count, int):
+    nv = f.get("nvml")
+    if nv is None or nv.device_count is None:
         return None
-    return count, [str(nvml_value(d.get("uuid")) or "") for d in nv.get("devices") or []]
+    return nv.device_count, [str(d.uuid or "") for d in nv.devices]
 
 
 def _exclusive_busy(f: Facts, visible) -> List[str]:
     """GPUs in Exclusive_Process mode that another process already holds: CUDA cannot open them."""
     report = f.get("smi")
-    procs = f.get("gpu_processes") or []
+    procs = f.get("gpu_processes") or ()
     out = []
     for v in visible:
         smi_gpu = next((g for g in (report.gpus if report else ()) if g.index == v.gpu.index), None)
@@ -51,8 +50,8 @@ def _ignored_reason(line: str) -> str:
 
 
 def _driver_too_old(f: Facts, cuda: Optional[str]) -> bool:
-    return driver_older_than((f.get("driver_version") or {}).get("version"),
-                             min_driver(cuda, knowledge_os(f.get("target_os"))))
+    driver = f.get("driver_version")
+    return driver_older_than(driver.version if driver else None, min_driver(cuda, knowledge_os(f.get("target_os"))))
 
 
 def _torch_view(f: Facts):
@@ -64,7 +63,7 @@ def _torch_view(f: Facts):
     if not tb.available:
         reason = ("the driver is too old for torch's CUDA (TRC002)" if _driver_too_old(f, tb.cuda)
                   else "torch cannot initialise CUDA (TRC004)")
-    return "torch", seen or 0, [d.get("uuid") for d in tb.devices], reason
+    return "torch", seen or 0, [d.uuid for d in tb.devices], reason
 
 
 def _tf_view(f: Facts):
@@ -123,13 +122,15 @@ def device_lists_agree(f: Facts):
     if len(compared) == 1:
         return skip("only nvidia-smi listed GPUs: no NVML reading and no framework to compare with")
     title_counts = f"{len(gpus)} GPU(s)" + (f", {expected} visible to CUDA" if expected != len(gpus) else "")
+    # The checks a reason names ("(TRC002)") explain this disagreement when they report a problem.
+    named = tuple(dict.fromkeys(re.findall(r"\(([A-Z]{2,5}\d{3})\)", " ".join(unexplained + explained))))
     if unexplained:
         return fail(f"the GPU lists disagree: {unexplained[0]}", evidence=ev,
-                    detail="; ".join(unexplained[1:] + explained) or None,
+                    detail="; ".join(unexplained[1:] + explained) or None, symptom_of=named,
                     fix=recipe("visible_devices_disagree", f, summary="; ".join(unexplained + explained)))
     if explained:
         return warn(f"the GPU lists disagree: {explained[0]}", evidence=ev, detail="; ".join(explained[1:]) or None,
-                    fix=recipe("visible_devices_disagree", f, summary="; ".join(explained)))
+                    symptom_of=named, fix=recipe("visible_devices_disagree", f, summary="; ".join(explained)))
     return ok(f"{_and(compared)} agree: {title_counts}", evidence=ev)
 
 

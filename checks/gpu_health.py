@@ -7,7 +7,7 @@ import re
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
 from gpudoctor.facts.nvidia import recorded_smi_key, smi_key
-from gpudoctor.findings import Evidence, ok, skip, warn
+from gpudoctor.findings import Evidence, fail, ok, skip, warn
 from gpudoctor.recipes import recipe
 
 
@@ -35,7 +35,9 @@ def gpu_memory_errors(f: Facts):
             continue
         label = f"GPU {g.index if g.index is not None else i} ({g.name or 'unknown GPU'})"
         index = g.index if g.index is not None else i
-        findings.append(warn(f"{label}: {'; '.join(problems)}", subject=g.pci_bus_id,
+        # NVIDIA's guidance for pending retirement / remapping is to drain the GPU and reset it: a
+        # failure, so that `check` and the hook (which drains on it) say the same.
+        findings.append(fail(f"{label}: {'; '.join(problems)}", subject=g.pci_bus_id,
                              detail="Bad GPU memory is only taken out of use at the next GPU reset; until then "
                                     "jobs can hit it and die with uncorrectable ECC errors.",
                              evidence=[Evidence(f"command:{smi_key(f)}", p) for p in problems],
@@ -76,4 +78,24 @@ def _bare(line: str) -> str:
     return re.sub(r"^WARNING:\s*", "", line.strip()).rstrip(".")
 
 
-CHECKS = (gpu_memory_errors, gpu_inforom)
+@check("DRV006", "row-remap-failure", "no GPU has run out of spare memory rows", needs=("smi",))
+def row_remap_failure(f: Facts):
+    """nvidia-smi's "Remapping Failure Occurred" (A100 and later): a bad memory row found no spare row.
+    Unlike a pending remapping (DRV003) a reset does not cure it: the board needs replacing."""
+    report = f["smi"]
+    failed = [(g.index if g.index is not None else i, g) for i, g in enumerate(report.gpus) if g.remapped_rows_failure]
+    if failed:
+        return [fail(f"GPU {i} ({g.name or 'unknown GPU'}): row remapping failed, no spare memory rows left",
+                     subject=g.pci_bus_id, family="xid_or_hardware",
+                     detail="A memory row went bad and could not be replaced; resets do not help and jobs on this "
+                            "GPU can hit uncorrectable memory errors.",
+                     evidence=[Evidence(f"command:{smi_key(f)}", "Remapping Failure Occurred: Yes")],
+                     fix=recipe("gpu_replace_board", f, gpu=f"GPU {i} ({g.name or 'unknown GPU'})", gpu_index=i))
+                for i, g in failed]
+    reported = [g for g in report.gpus if g.remapped_rows_failure is not None]
+    if not reported:
+        return skip("row remapping: no GPU reports it (A100 and later do, in nvidia-smi -q and -q -x)")
+    return ok(f"no row remapping failure on {len(reported)} GPU(s)")
+
+
+CHECKS = (gpu_memory_errors, gpu_inforom, row_remap_failure)

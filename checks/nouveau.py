@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
-from gpudoctor.facts.modprobe import effective_files, masked_files, module_block, parse_modprobe_conf
+from gpudoctor.facts.modprobe import module_block, parse_modprobe_conf
 from gpudoctor.facts.nvidia import smi_key
 from gpudoctor.findings import Evidence, fail, ok, skip, warn
 from gpudoctor.recipes import recipe
@@ -12,9 +12,10 @@ from gpudoctor.recipes import recipe
 
 def _host_only(f: Facts):
     """Containers share the host's kernel and WSL has no nouveau: the question belongs to the host."""
-    if (f.get("wsl") or {}).get("inside"):
+    wsl, container = f.get("wsl"), f.get("container")
+    if wsl and wsl.inside:
         return "under WSL the GPU is driven by Windows"
-    if (f.get("container") or {}).get("inside"):
+    if container and container.inside:
         return "inside a container the host's kernel modules decide"
     return None
 
@@ -39,10 +40,10 @@ def nouveau_loaded(f: Facts):
 
 
 def _gpu_signs(f: Facts):
-    pci = f.get("pci_gpus") or []
+    pci = f.get("pci_gpus") or ()
     if pci:
         return Evidence("command:lspci", "; ".join(f"{d.slot} {d.description}" for d in pci[:2]))
-    gpus = f.get("gpus") or []
+    gpus = f.get("gpus") or ()
     if gpus:
         return Evidence(f"command:{smi_key(f)}", ", ".join(g.label() for g in gpus[:2]))
     return None
@@ -63,7 +64,7 @@ def nouveau_blacklisted(f: Facts):
     gpu = _gpu_signs(f)
     if gpu is None:
         return ok("nouveau is not blacklisted, and there is no NVIDIA GPU for it to take")
-    files = [path for path, _ in effective_files(f.snapshot)]
+    files = [c.path for c in f["modprobe_files"].read]
     ev = [gpu, Evidence("file:/proc/cmdline", f.get("kernel_cmdline") or "(not recorded)"),
           Evidence("listing:/etc/modprobe.d", "modprobe.d files read: " + (", ".join(files) or "none")
                    + "; none blacklists nouveau")]
@@ -80,10 +81,9 @@ def nouveau_blacklisted(f: Facts):
 
 def _hidden_blacklist(f: Facts):
     """A packaged file that would blacklist nouveau but is masked by a same-named file in /etc."""
-    for hidden, by in masked_files(f.snapshot):
-        rules = parse_modprobe_conf(f.snapshot.text(hidden) or "", hidden)
-        if module_block(rules, None, "nouveau").blocked:
-            return hidden, by
+    for masked in f["modprobe_files"].masked:
+        if module_block(parse_modprobe_conf(masked.content, masked.path), None, "nouveau").blocked:
+            return masked.path, masked.by
     return None
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor import knowledge
 from gpudoctor.engine import check
 from gpudoctor.facts import Facts
+from gpudoctor.facts.framework_builds import CudaLibraries
 from gpudoctor.findings import Evidence, fail, ok, skip
 from gpudoctor.framework_fixes import driver_older_than, knowledge_os, min_driver
 from gpudoctor.knowledge.framework_runtime import tf_build_versions, tf_last_native_windows_gpu, tf_libraries
@@ -27,7 +28,7 @@ def _v(text: Optional[str]) -> Optional[Version]:
 
 
 def _python(f: Facts) -> str:
-    return f.snapshot.meta.get("python") or "python"
+    return f.get("python_path") or "python"
 
 
 def tf_install(f: Facts, tf) -> str:
@@ -53,7 +54,7 @@ def tf_gpu_build(f: Facts):
     """tensorflow-cpu, a CPU wheel or native Windows TF >= 2.11 cannot use an NVIDIA GPU."""
     tf = f["tf_info"]
     gpu = f.get("nvidia_gpu_present")
-    has_gpu = bool(gpu and gpu["present"])
+    has_gpu = bool(gpu and gpu.present)
     dists = ", ".join(f"{k} {v}" for k, v in sorted(tf.distributions.items())) or "no distribution metadata"
     ev = [Evidence(EV, f"TensorFlow {tf.version}: is_cuda_build={tf.cuda_build}; installed: {dists}")]
     if f.get("target_os") == "darwin":
@@ -62,7 +63,7 @@ def tf_gpu_build(f: Facts):
         if not has_gpu:
             return ok(f"TensorFlow {tf.version} on native Windows, CPU only; fine, there is no GPU", evidence=ev)
         return fail(f"TensorFlow {tf.version} has no GPU support on native Windows (2.10 was the last)",
-                    subject=f"tensorflow {tf.version}", evidence=ev + [Evidence(gpu["source"], gpu["evidence"])],
+                    subject=f"tensorflow {tf.version}", evidence=ev + [Evidence(gpu.source, gpu.evidence)],
                     detail="tf.config.list_physical_devices('GPU') stays empty whatever CUDA is installed.",
                     fix=recipe("tf_windows_native_unsupported", f))
     if tf.cuda_build:
@@ -76,9 +77,9 @@ def tf_gpu_build(f: Facts):
     detail = ("TensorFlow never registers a GPU: list_physical_devices('GPU') is empty."
               + (f" Both tensorflow and {package} are installed; the one installed last owns the files."
                  if both else ""))
-    return fail(f"{package} {tf.version} is a CPU build, but this machine has {gpu['count']} NVIDIA GPU(s)",
+    return fail(f"{package} {tf.version} is a CPU build, but this machine has {gpu.count} NVIDIA GPU(s)",
                 subject=f"tensorflow {tf.version}", detail=detail,
-                evidence=ev + [Evidence(gpu["source"], gpu["evidence"])],
+                evidence=ev + [Evidence(gpu.source, gpu.evidence)],
                 fix=recipe("tensorflow_cpu_on_gpu", f, tf_package=package, install=tf_install(f, tf)))
 
 
@@ -87,12 +88,12 @@ def needed_libraries(tf) -> List[Tuple[str, Optional[str]]]:
     return tf_libraries(tf.cuda, tf.cudnn)
 
 
-def _where(lib: str, wheel: Optional[str], libs: Dict) -> Optional[Evidence]:
+def _where(lib: str, wheel: Optional[str], libs: CudaLibraries) -> Optional[Evidence]:
     """Where the loader would find ``lib``: the ldconfig cache, or an nvidia-* wheel next to TensorFlow."""
-    if lib in libs["linker"]:
-        return Evidence("command:ldconfig_p", f"{lib} => {libs['linker'][lib][0]}")
-    if wheel and wheel in libs["wheels"]:
-        return Evidence(EV, f"{lib} from pip wheel {wheel} {libs['wheels'][wheel]}")
+    if lib in libs.linker:
+        return Evidence("command:ldconfig_p", f"{lib} => {libs.linker[lib][0]}")
+    if wheel and wheel in libs.wheels:
+        return Evidence(EV, f"{lib} from pip wheel {wheel} {libs.wheels[wheel]}")
     return None
 
 
@@ -103,10 +104,15 @@ def tf_cuda_libs(f: Facts):
     if not tf.cuda_build or f.get("target_os") in ("windows", "darwin"):
         return skip(f"TensorFlow {tf.version} is not a Linux CUDA build (TF001)")
     gpu = f.get("nvidia_gpu_present")
-    if gpu is not None and not gpu["present"]:
+    if gpu is not None and not gpu.present:
         return ok(f"TensorFlow {tf.version} has CUDA, but this machine has no NVIDIA GPU: it runs on the CPU")
+    if gpu is not None and gpu.host_only:
+        return fail(f"TensorFlow {tf.version} registers no GPU: the host has {gpu.count} NVIDIA GPU(s), but none "
+                    "was passed into this container", subject=f"tensorflow {tf.version}",
+                    evidence=[Evidence(gpu.source, gpu.evidence)], symptom_of=("DRV001", "CTR001"),
+                    fix=recipe("no_device_in_container", f))
     log = f.get("tf_log")
-    libs = f.get("cuda_libraries") or {"linker": {}, "wheels": {}, "linker_recorded": False}
+    libs = f.get("cuda_libraries") or CudaLibraries({}, False, {}, None)
     found, absent = [], []
     for lib, wheel in needed_libraries(tf):
         where = _where(lib, wheel, libs)
@@ -115,8 +121,11 @@ def tf_cuda_libs(f: Facts):
     skipped = log.skipped_gpus if log else None
     if not failed and not skipped:
         if tf.gpus:
+            # TensorRT's libnvinfer is logged as missing on every machine without TensorRT: not a failure.
+            optional = [Evidence(EV, f"could not load {lib} (optional: TensorRT, used only by TF-TRT)")
+                        for lib, _ in (log.optional_failed if log else ())][:2]
             return ok(f"TensorFlow {tf.version} loads its CUDA libraries and registers {len(tf.gpus)} GPU(s)",
-                      evidence=found)
+                      evidence=found + optional)
         if not f.has("cuda_libraries"):
             return skip("neither TensorFlow's log, `ldconfig -p` nor pip's nvidia-* wheels show its libraries")
         if not absent:
@@ -129,8 +138,8 @@ def tf_cuda_libs(f: Facts):
                     (f", and pip wheel {wheel} is not installed" if wheel else ""))
            for lib, wheel in absent]
     ev += found
-    if libs.get("ld_library_path"):
-        ev.append(Evidence("env:LD_LIBRARY_PATH", libs["ld_library_path"]))
+    if libs.ld_library_path:
+        ev.append(Evidence("env:LD_LIBRARY_PATH", libs.ld_library_path))
     missing = [lib for lib, _ in failed] or [lib for lib, _ in absent] or ["some GPU libraries"]
     return fail(f"TensorFlow {tf.version} cannot load {', '.join(missing)}: it runs on the CPU only",
                 subject=f"tensorflow {tf.version}",
@@ -147,13 +156,13 @@ def tf_cuda_versions(f: Facts):
     if not tf.cuda_build or not tf.cuda:
         return skip(f"TensorFlow {tf.version} is not a CUDA build (TF001)")
     os = knowledge_os(f.get("target_os"))
-    driver = f["driver_version"]["version"]
+    driver = f["driver_version"].version
     need = min_driver(tf.cuda, os)
     ev = [Evidence(EV, f"tf.sysconfig.get_build_info(): cuda_version {tf.cuda}, cudnn_version {tf.cudnn}")]
     if driver_older_than(driver, need):
         return fail(f"driver {driver} supports CUDA up to {f.get('cuda_driver_max') or '?'}; TensorFlow "
                     f"{tf.version} (CUDA {tf.cuda}) needs at least {need}", subject=f"tensorflow {tf.version}",
-                    evidence=ev + [Evidence(f["driver_version"]["source"], f"driver {driver}")],
+                    evidence=ev + [Evidence(f["driver_version"].source, f"driver {driver}")],
                     detail="TensorFlow cannot initialise CUDA with this driver and registers no GPU; it runs on "
                            "the CPU without an error.",
                     fix=_tf_driver_fix(f, tf, need, driver, os))
@@ -169,7 +178,8 @@ def tf_cuda_versions(f: Facts):
 
 
 def _wheel_mismatches(f: Facts, tf) -> List[str]:
-    wheels = (f.get("cuda_libraries") or {}).get("wheels") or {}
+    libs = f.get("cuda_libraries")
+    wheels = libs.wheels if libs else {}
     cuda = _v(tf.cuda)
     out = []
     for name, version in sorted(wheels.items()):

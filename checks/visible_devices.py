@@ -29,9 +29,20 @@ def mapping_lines(m: Mapping) -> List[str]:
         what = f"MIG {v.mig.profile or ''} {v.mig.uuid or ''} on ".replace("  ", " ") if v.mig is not None else ""
         ids = ", ".join(x for x in (g.pci_bus_id, g.uuid) if x)
         lines.append(f"cuda:{v.cuda_index} -> {what}GPU {g.index} {g.name or '?'}" + (f" ({ids})" if ids else ""))
-    if not m.order_known and (len(m.visible) > 1 or m.spec.mode == "index"):
-        lines.append("(CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ: CUDA may order them fastest first)")
+    note = ORDER_NOTE.get(m.order_source)
+    if note and (len(m.visible) > 1 or m.spec.mode == "index"):
+        lines.append(note)
     return lines
+
+
+# How sure the CUDA order is when it is not PCI order (visible_devices.cuda_order).
+ORDER_NOTE = {
+    "observed": "(CUDA's order as torch saw it: fastest first, not nvidia-smi's)",
+    "compute_capability": "(CUDA numbers these GPUs fastest first; gpudoctor ranked them by compute capability, "
+                          "set CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure)",
+    "unknown": "(CUDA numbers these GPUs fastest first, and two models share a compute capability: which comes "
+               "first cannot be told from what was recorded; set CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+}
 
 
 def _suggest(m: Mapping) -> str:
@@ -62,7 +73,7 @@ def cuda_visible_devices(f: Facts):
         return ok(f"CUDA_VISIBLE_DEVICES is not set: CUDA programs see every GPU ({m.physical_count})",
                   evidence=[Evidence(f"command:{smi_key(f)}", line) for line in mapping_lines(m)])
     gpu = f.get("nvidia_gpu_present")
-    if m is None and gpu is not None and not gpu["present"]:
+    if m is None and gpu is not None and not gpu.present:
         return ok(f"CUDA_VISIBLE_DEVICES={spec.raw!r} is set, but there is no NVIDIA GPU to select")
     problems = m.problems if m else spec.problems
     ev = [Evidence(ENV, f"CUDA_VISIBLE_DEVICES={spec.raw!r}")]
@@ -115,8 +126,8 @@ def _fix(f: Facts, m, effect: str):
 
 def _container_note(f: Facts) -> Optional[str]:
     nvd = f.env.get("NVIDIA_VISIBLE_DEVICES")
-    inside = (f.get("container") or {}).get("inside")
-    if inside and nvd and nvd not in ("all", "void", "none"):
+    container = f.get("container")
+    if container and container.inside and nvd and nvd not in ("all", "void", "none"):
         return (f"Inside this container (NVIDIA_VISIBLE_DEVICES={nvd}) the GPUs it was given are numbered from 0: "
                 "use 0, 1, ... here, not the host's numbers.")
     return None
@@ -145,10 +156,24 @@ def cuda_device_order(f: Facts):
         return ok(f"CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA numbers {_models(gpus)} like nvidia-smi", evidence=ev)
     ev += [Evidence(f"command:{smi_key(f)}", f"{g.label()}: {g.pci_bus_id or '?'}, compute {g.compute_cap or '?'}")
            for g in gpus]
-    return warn(f"{_models(gpus)}, and CUDA_DEVICE_ORDER is not PCI_BUS_ID: cuda:0 may not be nvidia-smi's GPU 0",
+    m = f.get("visible_devices")
+    return warn(_order_title(gpus, m), evidence=ev, fix=recipe("cuda_device_order", f, gpu_models=_models(gpus)),
                 detail="CUDA numbers GPUs fastest first by default, nvidia-smi by PCI bus: CUDA_VISIBLE_DEVICES=0 "
-                       "or cuda:0 can select another card than the one nvidia-smi calls GPU 0.",
-                evidence=ev, fix=recipe("cuda_device_order", f, gpu_models=_models(gpus)))
+                       "or cuda:0 can select another card than the one nvidia-smi calls GPU 0."
+                       + ("" if m is None or m.order_source not in ORDER_NOTE else
+                          " " + _sentence(ORDER_NOTE[m.order_source].strip("()"))))
+
+
+def _order_title(gpus, m: Optional[Mapping]) -> str:
+    """Say which GPU cuda:0 is, as surely as the facts allow."""
+    lead = f"{_models(gpus)}, and CUDA_DEVICE_ORDER is not PCI_BUS_ID"
+    first = m.cuda_order[0] if m is not None and m.cuda_order else None
+    if m is None or first is None or m.order_source == "unknown":
+        return f"{lead}: cuda:0 may not be nvidia-smi's GPU 0"
+    sure = "is" if m.certain else "is most likely"
+    if first is gpus[0]:
+        return f"{lead}: CUDA's device 0 {sure} nvidia-smi's GPU 0 ({first.name}) too, by luck of the slots"
+    return f"{lead}: CUDA's device 0 {sure} nvidia-smi's GPU {first.index} ({first.name}), not GPU 0 ({gpus[0].name})"
 
 
 CHECKS = (cuda_visible_devices, cuda_device_order)

@@ -13,15 +13,15 @@ def wsl_linux_driver(f: Facts):
     """Under WSL2, libcuda must come from /usr/lib/wsl/lib; a Linux driver installed in the distribution
     (libcuda.so.<version>, a libcuda elsewhere in the loader cache, an nvidia module) breaks CUDA."""
     w = f["wsl_gpu"]
-    ev = [Evidence(lib["source"], lib["path"]) for lib in w["linux_driver_libs"]]
-    ev += [Evidence("command:ldconfig_p", lib.line) for lib in w["foreign_libcuda"]]
-    if w["module_loaded"]:
+    ev = [Evidence(lib.source, lib.path) for lib in w.linux_driver_libs]
+    ev += [Evidence("command:ldconfig_p", lib.line) for lib in w.foreign_libcuda]
+    if w.module_loaded:
         ev.append(Evidence("file:/proc/modules", "an nvidia kernel module is loaded inside WSL"))
     if not ev:
-        where = "/usr/lib/wsl/lib" if "libcuda.so.1" in w["wsl_libs"] else "nowhere yet"
+        where = "/usr/lib/wsl/lib" if "libcuda.so.1" in w.wsl_libs else "nowhere yet"
         return ok(f"no Linux NVIDIA driver inside WSL; libcuda comes from {where}",
-                  evidence=[Evidence("listing:/usr/lib/wsl/lib", " ".join(w["wsl_libs"][:8]))])
-    version = next((lib["version"] for lib in w["linux_driver_libs"]), None)
+                  evidence=[Evidence("listing:/usr/lib/wsl/lib", " ".join(w.wsl_libs[:8]))])
+    version = next((lib.version for lib in w.linux_driver_libs), None)
     return fail("a Linux NVIDIA driver" + (f" ({version})" if version else "") + " is installed inside WSL: "
                 "CUDA loads its libcuda instead of Windows' /usr/lib/wsl/lib/libcuda.so.1",
                 detail="Never install a Linux NVIDIA driver inside WSL: the GPU is driven by the Windows driver, "
@@ -34,11 +34,11 @@ def wsl_libcuda(f: Facts):
     """/usr/lib/wsl/lib/libcuda.so.1 must be in `ldconfig -p`. That it is a file, not a symlink, makes
     ldconfig print 'is not a symbolic link': harmless, explained here with how to silence it."""
     w = f["wsl_gpu"]
-    if "libcuda.so.1" not in w["wsl_libs"]:
+    if "libcuda.so.1" not in w.wsl_libs:
         return warn("/usr/lib/wsl/lib has no libcuda.so.1: Windows did not mount its NVIDIA driver",
                     detail="Install or update the NVIDIA driver on Windows, then run `wsl.exe --shutdown`.",
-                    evidence=[Evidence("listing:/usr/lib/wsl/lib", " ".join(w["wsl_libs"][:8]) or "empty")])
-    cached = w["libcuda_cache"]
+                    evidence=[Evidence("listing:/usr/lib/wsl/lib", " ".join(w.wsl_libs[:8]) or "empty")])
+    cached = w.libcuda_cache
     if cached is not None and not any(lib.path.startswith("/usr/lib/wsl/lib/") for lib in cached):
         return warn("the loader cache has no /usr/lib/wsl/lib/libcuda.so.1: programs cannot find libcuda",
                     evidence=[Evidence("command:ldconfig_p", "; ".join(lib.line for lib in cached) or "no libcuda")],
@@ -47,8 +47,8 @@ def wsl_libcuda(f: Facts):
     first = next((lib for lib in cached or () if lib.name == "libcuda.so.1"), None)
     where = ("libcuda.so.1 comes from /usr/lib/wsl/lib" if first is None or first.path.startswith("/usr/lib/wsl/")
              else f"/usr/lib/wsl/lib/libcuda.so.1 is in the loader cache, behind {first.path} (WSL001)")
-    link = w["libcuda_so1"]
-    if link is not None and link["target"] is None:
+    link = w.libcuda_so1
+    if link is not None and link.target is None:
         return ok(f"{where}; ldconfig's '/usr/lib/wsl/lib/libcuda.so.1 is not a "
                   "symbolic link' message on this machine is harmless",
                   detail="Windows mounts libcuda.so, .so.1 and .so.1.1 as copies instead of symlinks; the loader "

@@ -7,11 +7,13 @@ import importlib.util
 import os
 import sys
 import traceback
+from typing import Optional
 
 import click
 
 import gpudoctor
-from gpudoctor.exitcodes import ExitCode
+from gpudoctor.exitcodes import ExitCode, HookExit
+from gpudoctor.output import OutputError, guarded_stdout
 
 COMMANDS = {
     "check": "gpudoctor.commands.check:command",
@@ -22,6 +24,7 @@ COMMANDS = {
     "bundle": "gpudoctor.commands.bundle:command",
     "hook": "gpudoctor.commands.hook:command",
     "fleet": "gpudoctor.commands.fleet:command",
+    "memory": "gpudoctor.commands.memory:command",
 }
 
 
@@ -71,33 +74,63 @@ _NO_ARGS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def main(argv=None) -> None:
-    """Entry point: bad input exits 2 with one line; an internal bug exits 3, never a bare traceback."""
+    """Run gpudoctor and exit with its code (see :func:`run`)."""
+    sys.exit(run(argv))
+
+
+def run(argv=None) -> int:
+    """The exit code of one gpudoctor command. Bad input is 2 with one line; an internal bug is 3
+    with one line, never a bare traceback. For `hook`, whose 1 drains a Slurm node, anything
+    but a verdict (0 healthy, 1 problem) is 2, "unknown": a doctor's failure never drains a node."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = _run(args)
+    if _command_name(args) == "hook" and code not in (ExitCode.OK, ExitCode.PROBLEM, 130):
+        return int(HookExit.UNKNOWN)
+    return code
+
+
+def _command_name(argv) -> Optional[str]:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _run(argv) -> int:
     try:
-        rc = cli.main(args=argv, prog_name="gpudoctor", standalone_mode=False)
+        with guarded_stdout():
+            rc = cli.main(args=argv, prog_name="gpudoctor", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("gpudoctor: interrupted", err=True)
-        sys.exit(130)
+        return 130
     except _NO_ARGS_HELP as exc:  # bare `gpudoctor`: the help itself, as click prints it
         exc.show()
-        sys.exit(ExitCode.USAGE)
+        return ExitCode.USAGE
     except click.UsageError as exc:  # click's own "Usage: ... Error: ..." block, as one line
         where = exc.ctx.command_path if exc.ctx else "gpudoctor"
         click.echo(f"gpudoctor: {exc.format_message()} (see `{where} --help`)", err=True)
-        sys.exit(ExitCode.USAGE)
+        return ExitCode.USAGE
     except click.ClickException as exc:
         exc.show()
-        sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
+        return ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except KeyboardInterrupt:
         click.echo("gpudoctor: interrupted", err=True)
-        sys.exit(130)
+        return 130
     except BrokenPipeError:
-        sys.exit(0)
+        return 0
+    except OutputError as exc:  # stdout is a full disk or /dev/full: where it goes, not a bug
+        click.echo(f"gpudoctor: {exc}", err=True)
+        return ExitCode.USAGE
     except Exception as exc:  # a bug in gpudoctor: say so in one line, keep the traceback opt-in
-        if os.environ.get("GPUDOCTOR_DEBUG"):
-            traceback.print_exc()
-        click.echo(f"gpudoctor: internal error: {type(exc).__name__}: {exc} "
-                   "(set GPUDOCTOR_DEBUG=1 for the traceback)", err=True)
-        sys.exit(ExitCode.INTERNAL)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        return _internal_error(argv, exc)
+    return rc if isinstance(rc, int) else 0
+
+
+def _internal_error(argv, exc: BaseException) -> int:
+    if os.environ.get("GPUDOCTOR_DEBUG"):
+        traceback.print_exc()
+    what = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    if _command_name(argv) == "hook":  # the hook's own words for "not a verdict"
+        click.echo(f"gpudoctor: internal error, not judging this node: {what}", err=True)
+        return HookExit.UNKNOWN
+    click.echo(f"gpudoctor: internal error: {what} (set GPUDOCTOR_DEBUG=1 for the traceback)", err=True)
+    return ExitCode.INTERNAL

@@ -12,8 +12,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
-from gpudoctor.facts import Facts, Missing, known_facts
+from gpudoctor.facts import Facts, Missing, NotApplicable, known_facts
 from gpudoctor.findings import Finding, Status
+from gpudoctor.requirements import NAMES, Requirements
 from gpudoctor.snapshot import Snapshot
 
 CHECK_ID = re.compile(r"^[A-Z]{2,5}\d{3}$")  # flake8-style: a family prefix and three digits
@@ -29,18 +30,23 @@ class Check:
     needs: Tuple[str, ...] = ()
     description: str = ""
     origin: str = "builtin"
+    params: Tuple[str, ...] = ()  # requirements that must be asked for (gpudoctor.requirements)
 
     def info(self) -> dict:
         return {"id": self.id, "name": self.name, "title": self.title, "needs": list(self.needs),
-                "description": self.description, "origin": self.origin}
+                "params": list(self.params), "description": self.description, "origin": self.origin}
 
 
-def check(id: str, name: str, title: str, needs: Sequence[str] = ()):
-    """Decorator turning ``fn(facts)`` into a :class:`Check`."""
+def check(id: str, name: str, title: str, needs: Sequence[str] = (), params: Sequence[str] = ()):
+    """Decorator turning ``fn(facts)`` into a :class:`Check`.
+
+    ``params`` names requirements (``max_temp``...): the check runs only when one of them was
+    asked for (hook flags, ``--config``), and skips saying which flag would ask for it."""
 
     def make(fn: Callable[[Facts], CheckResult]) -> Check:
         doc = (fn.__doc__ or "").strip()
-        return Check(id=id, name=name, title=title, run=fn, needs=tuple(needs), description=doc)
+        return Check(id=id, name=name, title=title, run=fn, needs=tuple(needs), description=doc,
+                     params=tuple(params))
 
     return make
 
@@ -59,6 +65,9 @@ def validate(chk: object, seen: dict) -> Check:
     unknown = [n for n in chk.needs if n not in known_facts()]
     if unknown:
         raise InvalidCheck(f"check {chk.id} ({chk.name}) needs unknown facts: {', '.join(unknown)}")
+    bad = [p for p in chk.params if p not in NAMES]
+    if bad:
+        raise InvalidCheck(f"check {chk.id} ({chk.name}) has unknown params: {', '.join(bad)}")
     if not callable(chk.run):
         raise InvalidCheck(f"check {chk.id} ({chk.name}): run is not callable")
     return chk
@@ -72,18 +81,25 @@ def _as_list(result: CheckResult) -> List[Finding]:
     return list(result)
 
 
+def asked(chk: Check, facts: Facts) -> bool:
+    """A check with ``params`` runs only when one of them was asked for; others always run."""
+    return not chk.params or any(facts.requirements.asked(p) for p in chk.params)
+
+
 def run_one(chk: Check, facts: Facts) -> List[Finding]:
     missing = []
     for name in chk.needs:
         try:
             facts[name]
         except Missing as exc:
-            missing.append(str(exc) or name)
+            missing.append((str(exc) or name, not isinstance(exc, NotApplicable)))
         except Exception:
             return [Finding(chk.id, Status.ERROR, f"{chk.title}: gpudoctor could not read the fact {name!r}",
                             traceback=traceback.format_exc())]
     if missing:
-        return [Finding(chk.id, Status.SKIP, f"{chk.title}: skipped, {missing[0]}")]
+        # A fact that could not be read outranks one that does not apply: say what is unknown.
+        reason, cannot_tell = sorted(missing, key=lambda m: not m[1])[0]
+        return [Finding(chk.id, Status.SKIP, f"{chk.title}: skipped, {reason}", cannot_tell=cannot_tell)]
     try:
         results = _as_list(chk.run(facts))
     except Exception:
@@ -95,12 +111,14 @@ def run_one(chk: Check, facts: Facts) -> List[Finding]:
     return [r.with_id(chk.id) for r in results]
 
 
-def run_checks(snapshot: Snapshot, checks: Sequence[Check], only: Optional[Sequence[str]] = None) -> List[Finding]:
-    facts = Facts(snapshot)
+def run_checks(snapshot: Snapshot, checks: Sequence[Check], only: Optional[Sequence[str]] = None,
+               requirements: Optional[Requirements] = None) -> List[Finding]:
+    facts = Facts(snapshot, requirements)
     selected = select(checks, only)
     findings: List[Finding] = []
     for chk in selected:
-        findings.extend(run_one(chk, facts))
+        if asked(chk, facts):  # a requirement nobody set is not a check that ran
+            findings.extend(run_one(chk, facts))
     return findings
 
 

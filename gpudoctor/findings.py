@@ -71,6 +71,9 @@ class Fix:
     links: Tuple[str, ...] = ()
     kb_id: Optional[str] = None  # the knowledge-base recipe id shared with `explain`
 
+    def to_dict(self) -> dict:
+        return {**asdict(self), "commands": list(self.commands), "links": list(self.links)}
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -82,6 +85,9 @@ class Finding:
     evidence: Tuple[Evidence, ...] = ()
     fix: Optional[Fix] = None
     traceback: Optional[str] = None  # only for Status.ERROR
+    cannot_tell: bool = False  # a skip because facts could not be read (not: does not apply here)
+    family: Optional[str] = None  # the diagnosis family (shared with explain); default: the fix recipe's
+    symptom_of: Tuple[str, ...] = ()  # check ids whose problem, when present, explains this one
 
     def __post_init__(self):
         _clip_fields(self, (("title", MAX_TITLE_CHARS), ("subject", MAX_TITLE_CHARS),
@@ -95,7 +101,8 @@ class Finding:
         d["status"] = self.status.value
         d["evidence"] = [asdict(e) for e in self.evidence]
         if self.fix is not None:
-            d["fix"] = {**asdict(self.fix), "commands": list(self.fix.commands), "links": list(self.fix.links)}
+            d["fix"] = self.fix.to_dict()
+        d["symptom_of"] = list(self.symptom_of)
         return d
 
     @classmethod
@@ -107,12 +114,15 @@ class Finding:
             evidence=tuple(Evidence(**e) for e in d.get("evidence") or ()),
             fix=Fix(**{**fix, "commands": tuple(fix.get("commands") or ()),
                        "links": tuple(fix.get("links") or ())}) if fix else None,
-            traceback=d.get("traceback"))
+            traceback=d.get("traceback"), cannot_tell=bool(d.get("cannot_tell")),
+            family=d.get("family"), symptom_of=tuple(d.get("symptom_of") or ()))
 
 
 def _make(status: Status, title: str, subject=None, detail=None,
-          evidence: Sequence[Evidence] = (), fix: Optional[Fix] = None) -> Finding:
-    return Finding("", status, title, subject, detail, tuple(evidence), fix)
+          evidence: Sequence[Evidence] = (), fix: Optional[Fix] = None, family: Optional[str] = None,
+          symptom_of: Sequence[str] = ()) -> Finding:
+    return Finding("", status, title, subject, detail, tuple(evidence), fix, family=family,
+                   symptom_of=tuple(symptom_of))
 
 
 def ok(title: str, **kw) -> Finding:
@@ -128,4 +138,10 @@ def fail(title: str, **kw) -> Finding:
 
 
 def skip(title: str, **kw) -> Finding:
+    """The check does not apply here (a CPU-only build needs no driver)."""
     return _make(Status.SKIP, title, **kw)
+
+
+def unknown(title: str, **kw) -> Finding:
+    """The check cannot judge: a fact it needs was not reported (a GPU without a temperature)."""
+    return replace(_make(Status.SKIP, title, **kw), cannot_tell=True)

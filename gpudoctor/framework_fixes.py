@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor import knowledge
@@ -50,17 +51,28 @@ def _fits_all(version: str, driver: Optional[str], ccs: Iterable[str], os: str) 
 
 
 def torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: Iterable[str],
-              os: str = "linux") -> Optional[TorchFit]:
-    """A build that runs on this driver (None: any) and on every GPU: a variant of the installed
-    release first (its default build if it fits), else the newest release that has one.
-    None when no release in the table fits."""
+              os: str = "linux", python: Optional[str] = None) -> Optional[TorchFit]:
+    """A build that runs on this driver (None: any), on every GPU and on this Python (None: any): a
+    variant of the installed release first (its default build if it fits), else the newest
+    release that has one. None when no release in the table fits."""
     try:
-        return _torch_fit(torch_version, driver, list(ccs), os)
+        return _torch_fit(torch_version, driver, list(ccs), os, python)
     except ValueError:  # a version string the tables cannot compare ("N/A", a vendor build tag)
         return None
 
 
-def _torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: List[str], os: str) -> Optional[TorchFit]:
+def _python_ok(release: str, python: Optional[str], os: str) -> bool:
+    row = knowledge.torch_release(release, os)
+    if python is None or row is None or not row.python:
+        return True
+    try:
+        return Version(python) in SpecifierSet(row.python)
+    except InvalidVersion:
+        return True
+
+
+def _torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: List[str], os: str,
+               python: Optional[str] = None) -> Optional[TorchFit]:
     if torch_version:
         base = torch_version.split("+")[0]
         try:
@@ -70,6 +82,8 @@ def _torch_fit(torch_version: Optional[str], driver: Optional[str], ccs: List[st
         if same:
             return TorchFit(base, same[0], True)
     for release in sorted(_releases(), key=Version, reverse=True):
+        if not _python_ok(release, python, os):
+            continue
         fits = _fits_all(release, driver, ccs, os)
         if fits:
             return TorchFit(release, fits[0], False)
@@ -104,9 +118,10 @@ def framework_context(f) -> Dict[str, Any]:
     """Recipe values for the torch, TensorFlow and device checks (see recipe_context.machine_context)."""
     ctx: Dict[str, Any] = {}
     os = knowledge_os(f.get("target_os"))
-    python = f.snapshot.meta.get("python") or "python"
-    driver = (f.get("driver_version") or {}).get("version")
-    ccs = [g.compute_cap for g in f.get("gpus") or [] if g.compute_cap]
+    python = f.get("python_path") or "python"
+    driver = f.get("driver_version")
+    driver = driver.version if driver else None
+    ccs = [g.compute_cap for g in f.get("gpus") or () if g.compute_cap]
     tb = f.get("torch_build")
     if tb is not None:
         ctx["torch_min_driver"] = min_driver(tb.cuda, os)

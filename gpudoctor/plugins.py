@@ -16,6 +16,10 @@ from gpudoctor.engine import Check, InvalidCheck, validate
 GROUP = "gpudoctor.checks.v1"
 
 
+class BuiltinChecksMissing(RuntimeError):
+    """gpudoctor's own checks did not load: a broken install, not a healthy machine."""
+
+
 @dataclass(frozen=True)
 class PluginProblem:
     plugin: str
@@ -29,7 +33,15 @@ def _entry_points():
     eps = metadata.entry_points()
     if hasattr(eps, "select"):
         return list(eps.select(group=GROUP))
-    return list(eps.get(GROUP, []))  # Python < 3.10
+    # Python < 3.10 lists a distribution once per copy on sys.path (a source tree's gpudoctor.egg-info
+    # beside the installed dist-info), so each check would load twice: keep the first copy, as 3.10+ does.
+    seen, found = set(), []
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name not in seen:
+            seen.add(name)
+            found.extend(ep for ep in dist.entry_points if ep.group == GROUP)
+    return found
 
 
 def _origin(ep) -> str:
@@ -43,11 +55,17 @@ def load_checks() -> Tuple[List[Check], List[PluginProblem]]:
     problems: List[PluginProblem] = []
     seen: dict = {}
     eps = sorted(_entry_points(), key=lambda ep: (ep.value.split(":")[0] != "gpudoctor_checks", ep.name))
+    if not eps or eps[0].value.split(":")[0] != "gpudoctor_checks":
+        raise BuiltinChecksMissing("the built-in checks are not registered (entry point group "
+                                   f"{GROUP}); reinstall gpudoctor")
     for ep in eps:
         origin = _origin(ep)
         try:
             obj = ep.load()
         except Exception as exc:
+            if ep is eps[0]:  # without them a report would say "no problems found" about nothing
+                raise BuiltinChecksMissing(f"the built-in checks could not be loaded "
+                                           f"({type(exc).__name__}: {exc}); reinstall gpudoctor") from None
             problems.append(PluginProblem(origin, f"could not be loaded: {type(exc).__name__}: {exc}"))
             continue
         items = [obj] if isinstance(obj, Check) else obj

@@ -6,7 +6,8 @@ message, and a snapshot when one is given), so both give the same fix.
 
 Recipe file fields: ``id``, ``family``, ``title``, ``explanation``, ``summary``
 (template), ``commands`` (list of templates, or a dict keyed by distribution family
-``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``), ``needs_root``,
+``debian``/``rhel``/``suse``/``arch``/``wsl``/``windows``/``default``, and ``runfile`` for a driver
+from NVIDIA's .run installer, which takes precedence), ``needs_root``,
 ``needs_reboot``, ``links`` (sources). Templates use ``{name}`` placeholders filled from
 the context below; a placeholder with no value is shown as ``<name>`` for the user to fill.
 An optional ``generic`` object holds a ``summary`` (a string, or a list from most to least
@@ -18,16 +19,15 @@ placeholders are all known replaces tailored text that would have unfilled ones
 from __future__ import annotations
 
 import json
-import re
 import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 from gpudoctor.findings import Fix
+from gpudoctor.recipe_context import distro_family, machine_context  # noqa: F401 (distro_family: public here too)
 
 RECIPE_DIR = Path(__file__).parent / "knowledge" / "recipes"
-DISTRO_FAMILIES = ("debian", "rhel", "suse", "arch")
 
 
 class UnknownRecipe(KeyError):
@@ -67,35 +67,20 @@ def unfilled(template: str, ctx: Mapping[str, Any]) -> set:
 
 
 def _pick(commands, ctx: Mapping[str, Any]) -> list:
+    """A recipe's commands for this machine: a driver from NVIDIA's .run installer first (its files
+    must be removed with nvidia-uninstall before any package), then the distribution family."""
     if isinstance(commands, dict):
+        if ctx.get("driver_install") == "runfile" and commands.get("runfile"):
+            return list(commands["runfile"])
         family = ctx.get("platform_family") or "default"
         return list(commands.get(family) or commands.get("default") or [])
     return list(commands or [])
-
-
-def distro_family(os_release: Optional[Mapping[str, str]]) -> str:
-    if not os_release:
-        return "default"
-    ids = [os_release.get("ID", "")] + os_release.get("ID_LIKE", "").split()
-    for i in ids:
-        i = i.lower()
-        if i in ("debian", "ubuntu"):
-            return "debian"
-        if i in ("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn"):
-            return "rhel"
-        if i.startswith(("sles", "suse", "opensuse")):
-            return "suse"
-        if i in ("arch", "manjaro"):
-            return "arch"
-    return "default"
 
 
 def context(facts=None, values: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Template values from a snapshot's facts, overridden by ``values`` (e.g. from an error message)."""
     ctx: Dict[str, Any] = {}
     if facts is not None:
-        from gpudoctor.recipe_context import machine_context
-
         ctx.update(machine_context(facts))
     if values:
         ctx.update({k: v for k, v in values.items() if v is not None})

@@ -17,15 +17,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, Iterator, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 from gpudoctor.runner import CommandResult
 
-SCHEMA = "gpudoctor.snapshot/1"
+SCHEMA = "gpudoctor.snapshot/2"
 # Files larger than this are not recorded whole: a doctor reads config files, not disks.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
@@ -110,70 +109,45 @@ class Snapshot:
                 "frameworks": self.frameworks, "listings": self.listings, "links": self.links,
                 "commands": cmd_index, "file_errors": file_errors}
 
-    def save(self, directory: str) -> Path:
-        """Write the snapshot folder; existing files inside it are overwritten."""
+    def save(self, directory: str, sync: bool = False) -> Path:
+        """Write the snapshot folder; existing files inside it are overwritten.
+
+        ``sync`` flushes each file to disk (before a staged folder is renamed into place).
+        """
         root = Path(directory)
         (root / "commands").mkdir(parents=True, exist_ok=True)
         (root / "files").mkdir(parents=True, exist_ok=True)
         for key, res in self.commands.items():
-            (root / "commands" / f"{key}.out").write_text(res.stdout, encoding="utf-8")
-            (root / "commands" / f"{key}.err").write_text(res.stderr, encoding="utf-8")
+            if not _COMMAND_KEY.fullmatch(key):
+                raise ValueError(f"command key {key!r} is not a plain name")
+            _write(root / "commands" / f"{key}.out", res.stdout, sync)
+            _write(root / "commands" / f"{key}.err", res.stderr, sync)
         for path, rec in self.files.items():
             if rec.exists:
-                target = root / "files" / path.lstrip("/")
+                parts = PurePosixPath(norm(path)).parts[1:]
+                if not parts or ".." in parts:
+                    raise ValueError(f"file path {path!r} does not stay below files/")
+                target = root.joinpath("files", *parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(rec.content, encoding="utf-8")
-        with open(root / "snapshot.json", "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
+                _write(target, rec.content, sync)
+        text = json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+        _write(root / "snapshot.json", text, sync)
         return root
 
 
-def _norm(path: str) -> str:
-    p = str(PurePosixPath("/") / str(path).lstrip("/"))
-    return p
+def _write(path: Path, text: str, sync: bool) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
-def load(directory: str) -> Snapshot:
-    """Load a snapshot folder written by :meth:`Snapshot.save` (or built by hand).
+def norm(path: str) -> str:
+    return str(PurePosixPath("/") / str(path).lstrip("/"))
 
-    A folder that holds a ``snapshot/`` sub-folder (a scenario fixture, an unpacked
-    bundle) is accepted too.
-    """
-    root = Path(directory)
-    if not (root / "snapshot.json").is_file() and (root / "snapshot" / "snapshot.json").is_file():
-        root = root / "snapshot"
-    meta_file = root / "snapshot.json"
-    if not root.is_dir():
-        raise SnapshotError(f"{directory}: not a snapshot folder (no such directory)")
-    if not meta_file.is_file():
-        raise SnapshotError(f"{directory}: not a snapshot folder (no snapshot.json inside)")
-    try:
-        data = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
-        raise SnapshotError(f"{meta_file}: unreadable snapshot.json ({exc})") from None
-    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("gpudoctor.snapshot/"):
-        raise SnapshotError(f"{meta_file}: not a gpudoctor snapshot (missing schema)")
-    _check_shape(data, meta_file)
-    snap = Snapshot(meta=data.get("meta") or {}, env=data.get("env") or {}, nvml=data.get("nvml") or {},
-                    frameworks=data.get("frameworks") or {}, listings=data.get("listings") or {},
-                    links=data.get("links") or {},
-                    source=str(root))
-    for key, entry in (data.get("commands") or {}).items():
-        out = _read_text(root / "commands" / f"{key}.out")
-        err = _read_text(root / "commands" / f"{key}.err")
-        snap.commands[key] = CommandResult.from_dict({**entry, "stdout": out, "stderr": err})
-    for path, err in (data.get("file_errors") or {}).items():
-        snap.files[_norm(path)] = FileRecord(_norm(path), error=err)
-    files_root = root / "files"
-    for dirpath, dirnames, filenames in os.walk(files_root):
-        for name in filenames:
-            full = Path(dirpath) / name
-            rel = "/" + full.relative_to(files_root).as_posix()
-            # A FIFO or device here would block the read: recorded as unreadable, like on the machine.
-            snap.files[rel] = (FileRecord(rel, content=_read_text(full)) if full.is_file()
-                               else FileRecord(rel, error="not a regular file"))
-    return snap
+
+_norm = norm
 
 
 # What each part of snapshot.json holds: a damaged or hand-edited file is refused here, by name,
@@ -186,7 +160,26 @@ _COMMAND_FIELDS = {"returncode": ((int, type(None)), "a number or null"), "durat
 _COMMAND_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
-def _check_shape(data: Dict, where: Path) -> None:
+MAX_NESTING = 64  # snapshot.json gpudoctor writes is under 10 levels deep
+
+
+def tidy(obj, where: str, depth: int = 0):
+    """``obj`` with lone surrogates (JSON "\\udc80" escapes) made U+FFFD; SnapshotError past MAX_NESTING.
+
+    Such strings cannot be printed or written as UTF-8, so a replay would crash on them later.
+    """
+    if depth > MAX_NESTING:
+        raise SnapshotError(f"{where}: damaged snapshot (nested over {MAX_NESTING} levels)")
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if not obj.isascii() else obj
+    if isinstance(obj, dict):
+        return {tidy(k, where, depth + 1): tidy(v, where, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [tidy(v, where, depth + 1) for v in obj]
+    return obj
+
+
+def check_shape(data: Dict, where: str) -> None:
     def bad(name: str, want: str):
         raise SnapshotError(f"{where}: damaged snapshot ('{name}' should be {want})")
 
@@ -216,24 +209,3 @@ def _check_command(key: str, entry, bad) -> None:
             bad(f"commands.{key}.{name}", want)
 
 
-def _read_text(path: Path) -> str:
-    if path.exists() and not path.is_file():  # a FIFO would block the read
-        raise SnapshotError(f"{path}: not a regular file")
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise SnapshotError(f"{path}: unreadable ({exc.strerror})") from None
-
-
-def load_any(path: str) -> Snapshot:
-    """Load a snapshot folder or a support bundle (.tar.gz); the bundle reader registers here."""
-    p = Path(path)
-    if p.is_file():
-        try:
-            from gpudoctor.bundle.read import load_bundle  # provided by the bundle feature
-        except ImportError:
-            raise SnapshotError(f"{path}: reading bundles is not supported by this install") from None
-        return load_bundle(path)
-    return load(path)

@@ -14,7 +14,13 @@ Variables"; torch mirrors them in ``torch.cuda._parse_visible_devices``):
 * an ordinal at or beyond the number of GPUs ends the list too.
 
 Integer entries count in CUDA's order, which is fastest first unless
-``CUDA_DEVICE_ORDER=PCI_BUS_ID``; nvidia-smi counts in PCI bus order.
+``CUDA_DEVICE_ORDER=PCI_BUS_ID``; nvidia-smi counts in PCI bus order. NVIDIA documents
+FASTEST_FIRST only as "a simple heuristic", so the order is taken, most certain first, from:
+PCI order when it is asked for or all GPUs are one model; the order a CUDA program actually
+saw when one was probed (torch's device list); else compute capability, highest first
+(a newer architecture first, as observed in real threads), equal models in PCI order. When
+two different models share a compute capability the order between them cannot be known
+from the recorded facts, and the mapping says so.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
 DEFAULT_ORDER = "FASTEST_FIRST"
 _LEADING_INT = re.compile(r"^\s*([+-]?\d+)")
+ULONG_MAX = 2 ** 64 - 1
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,10 @@ class Visible:
     mig: Any = None       # the MIG device, when a MIG UUID selected it
 
 
+# How the CUDA order of the GPUs was found (see the module docstring), most certain first.
+CERTAIN = ("pci_order", "observed")
+
+
 @dataclass(frozen=True)
 class Mapping:
     spec: Spec
@@ -71,6 +82,35 @@ class Mapping:
     order: str                     # the CUDA_DEVICE_ORDER in effect
     order_known: bool              # False: CUDA may number these GPUs unlike nvidia-smi
     gpus: Tuple[Any, ...] = ()     # the physical GPUs, in nvidia-smi order
+    order_source: str = "pci_order"  # pci_order | observed | compute_capability | unknown
+    cuda_order: Tuple[Any, ...] = ()  # the physical GPUs in CUDA's enumeration order
+
+    @property
+    def certain(self) -> bool:
+        return self.order_source in CERTAIN
+
+    def to_dict(self) -> dict:
+        """The mapping as a report carries it (renderers show this, they never recompute it)."""
+        visible_ids = {id(v.gpu) for v in self.visible}
+        return {
+            "cuda_visible_devices": self.spec.raw, "mode": self.spec.mode, "order": self.order,
+            "order_source": self.order_source,
+            "certain": self.certain, "order_known": self.order_known,
+            "visible": [{"cuda_index": v.cuda_index, "entry": v.entry, "gpu_index": getattr(v.gpu, "index", None),
+                         "name": getattr(v.gpu, "name", None), "uuid": getattr(v.gpu, "uuid", None),
+                         "pci_bus_id": getattr(v.gpu, "pci_bus_id", None),
+                         "compute_cap": getattr(v.gpu, "compute_cap", None),
+                         "mig_enabled": getattr(v.gpu, "mig_mode", None) == "Enabled",
+                         "mig_uuid": getattr(v.mig, "uuid", None),
+                         "mig": None if v.mig is None else {k: getattr(v.mig, k, None)
+                                                            for k in ("uuid", "profile", "gi_id", "ci_id")}}
+                        for v in self.visible],
+            "hidden": [{"gpu_index": getattr(g, "index", None), "name": getattr(g, "name", None),
+                        "pci_bus_id": getattr(g, "pci_bus_id", None), "uuid": getattr(g, "uuid", None),
+                        "compute_cap": getattr(g, "compute_cap", None)}
+                       for g in self.gpus if id(g) not in visible_ids],
+            "problems": [{"code": p.code, "message": p.message, "hides_all": p.hides_all} for p in self.problems],
+        }
 
     @property
     def physical_count(self) -> int:
@@ -98,18 +138,18 @@ def parse(raw: Optional[str]) -> Spec:
     return _parse_indices(raw)
 
 
-_ULONG_MAX = 2 ** 64 - 1
-
-
 def _strtoul(text: str) -> Optional[int]:
-    """The leading integer, as C's strtoul reads it: one too long saturates at ULONG_MAX (and
-    never reaches Python's 4,300-digit int-conversion limit)."""
+    """strtoul saturates at ULONG_MAX; so does this, before int() meets 5,000 digits (ValueError).
+
+    Leading zeros are dropped first: ``0000…01`` with 5,000 zeros is 1, as for strtoul."""
     m = _LEADING_INT.match(text)
     if not m:
         return None
-    digits = m.group(1).lstrip("+-").lstrip("0")
-    value = int(digits or "0") if len(digits) <= 20 else _ULONG_MAX + 1
-    return min(value, _ULONG_MAX) * (-1 if m.group(1).startswith("-") else 1)
+    sign = -1 if m.group(1).startswith("-") else 1
+    digits = m.group(1).lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 20:
+        return sign * ULONG_MAX
+    return sign * min(int(digits), ULONG_MAX)
 
 
 def _parse_indices(raw: str) -> Spec:
@@ -201,21 +241,50 @@ def mixed_models(gpus: Sequence[Any]) -> bool:
     return len({(getattr(g, "name", None) or "?").strip() for g in gpus}) > 1
 
 
-def resolve(spec: Spec, gpus: Sequence[Any], order_raw: Optional[str] = None) -> Mapping:
-    """Which physical GPU each CUDA index stands for. ``gpus`` are in nvidia-smi (PCI bus) order."""
+def _cc_key(g: Any) -> Tuple[int, ...]:
+    cc = getattr(g, "compute_cap", None) or ""
+    try:
+        return tuple(-int(x) for x in str(cc).split("."))
+    except ValueError:
+        return (1,)  # unknown capability: after every known one
+
+
+def cuda_order(gpus: Sequence[Any], order: str, observed: Optional[Sequence[str]] = None) -> Tuple[list, str]:
+    """(the GPUs in CUDA's order, how that order was found). ``observed`` are the UUIDs a CUDA
+    program enumerated with every GPU visible (torch's device list under an unset
+    CUDA_VISIBLE_DEVICES), in its order."""
+    if order == "PCI_BUS_ID" or not mixed_models(gpus):
+        return list(gpus), "pci_order"
+    by_uuid = {(getattr(g, "uuid", None) or "").lower(): g for g in gpus}
+    seen = [by_uuid.get((u or "").lower()) for u in observed or ()]
+    if observed and len(seen) == len(gpus) and all(seen) and len({id(g) for g in seen}) == len(gpus):
+        return seen, "observed"
+    ranked = sorted(gpus, key=_cc_key)  # stable: equal capabilities keep PCI order
+    models = {}
+    for g in gpus:
+        models.setdefault(_cc_key(g), set()).add((getattr(g, "name", None) or "?").strip())
+    known = all(len(names) == 1 for names in models.values()) and (1,) not in models
+    return ranked, "compute_capability" if known else "unknown"
+
+
+def resolve(spec: Spec, gpus: Sequence[Any], order_raw: Optional[str] = None,
+            observed: Optional[Sequence[str]] = None) -> Mapping:
+    """Which physical GPU each CUDA index stands for. ``gpus`` are in nvidia-smi (PCI bus) order;
+    ``observed`` is the CUDA order a program saw, when known (see :func:`cuda_order`)."""
     order, order_problem = device_order(order_raw)
-    order_known = order == "PCI_BUS_ID" or not mixed_models(gpus)
+    ordered, source = cuda_order(gpus, order, observed)
+    order_known = source in CERTAIN and [id(g) for g in ordered] == [id(g) for g in gpus]
     problems = list(spec.problems) + ([order_problem] if order_problem else [])
     if spec.mode == "all":
-        chosen = [(None, g, None) for g in gpus]
+        chosen = [(None, g, None) for g in ordered]
     elif spec.mode == "index":
-        chosen = _by_index(spec, gpus, problems)
+        chosen = _by_index(spec, ordered, problems)
     else:
         chosen = _by_uuid(spec, gpus, problems)
     if spec.mode == "mig":
         chosen = chosen[:1]
     visible = tuple(Visible(i, entry, gpu, mig) for i, (entry, gpu, mig) in enumerate(chosen))
-    return Mapping(spec, visible, tuple(problems), order, order_known, tuple(gpus))
+    return Mapping(spec, visible, tuple(problems), order, order_known, tuple(gpus), source, tuple(ordered))
 
 
 def _by_index(spec: Spec, gpus: Sequence[Any], problems: List[Problem]) -> List[tuple]:
@@ -269,7 +338,7 @@ def _uuid_hits(entry: str, gpus: Sequence[Any], mode: str) -> List[tuple]:
             if (getattr(m, "uuid", None) or "").lower().startswith(want):
                 hits.append((g, m))
         # The pre-R470 form names the parent GPU: MIG-GPU-<uuid>/<gi>/<ci>.
-        old = re.match(r"^mig-(gpu-[0-9a-f-]+)/(\d+)/(\d+)$", want)
+        old = re.match(r"^mig-(gpu-[0-9a-f-]+)/(\d{1,9})/(\d{1,9})$", want)
         if old and (getattr(g, "uuid", None) or "").lower() == old.group(1):
             hits.extend((g, m) for m in getattr(g, "mig_devices", ()) or ()
                         if getattr(m, "gi_id", None) == int(old.group(2)) and getattr(m, "ci_id", None) ==

@@ -1,4 +1,9 @@
-"""Shared fixtures: a stub-command directory to put in front of PATH, and a CLI runner."""
+"""Shared fixtures: a stub-command directory to put in front of PATH, and the CLI in-process or as a child.
+
+Before any test module imports gpudoctor, the tree's ``checks/`` is bound to the name
+``gpudoctor_checks`` (see tests/tree.py), and the session stops with one message if gpudoctor,
+its checks or their entry point still come from somewhere else than this tree.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,21 @@ import os
 import stat
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests import tree
+
+ROOT = tree.ROOT
+tree.bind_checks()
+
+
+def pytest_configure(config):
+    found = tree.problems()
+    if found:
+        raise pytest.UsageError(tree.message(found))
 
 
 @pytest.fixture
@@ -29,14 +44,60 @@ def stub_bin(tmp_path):
     return make
 
 
+# A child `python -m gpudoctor` that, like this session, takes gpudoctor_checks from the tree.
+_CHILD = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); from tests import tree; tree.bind_checks(); "
+          "runpy.run_module('gpudoctor', run_name='__main__', alter_sys=True)")
+
+
+def gpudoctor_argv(*args) -> list:
+    return [sys.executable, "-c", _CHILD, str(ROOT), *map(str, args)]
+
+
 def run_gpudoctor(*args, env=None, timeout=60, input=None):
-    """Run the installed CLI as a user would, in a child process."""
+    """Run the CLI as a user would, in a child process (for what only a process shows: exit by
+    signal, a watchdog's os._exit, a closed pipe, real file descriptors, timing)."""
     full_env = dict(os.environ)
     full_env.pop("NO_COLOR", None)
     if env:
         full_env.update(env)
-    return subprocess.run([sys.executable, "-m", "gpudoctor", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, input=input, cwd=str(ROOT))
+    return subprocess.run(gpudoctor_argv(*args), capture_output=True, text=True, env=full_env, timeout=timeout,
+                          input=input, cwd=str(ROOT))
+
+
+@dataclass
+class Ran:
+    """What `invoke` saw, shaped like subprocess.CompletedProcess."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class _Main:
+    """Lets CliRunner call gpudoctor.cli.main, so its one-line errors and exit codes are what is tested."""
+    name = "gpudoctor"
+
+    @staticmethod
+    def main(args, prog_name=None, **extra):
+        from gpudoctor.cli import main
+
+        main(list(args))
+
+
+def _runner():
+    from click.testing import CliRunner
+
+    try:
+        return CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr into stdout unless told not to
+    except TypeError:
+        return CliRunner()
+
+
+def invoke(*args, env=None, input=None) -> Ran:
+    """Run `gpudoctor ARGS` in this process (fast): stdin, stdout and stderr are not terminals,
+    NO_COLOR is unset unless ``env`` sets it, and ``env`` overrides os.environ meanwhile."""
+    result = _runner().invoke(_Main(), [str(a) for a in args], input=input,
+                              env={"NO_COLOR": None, **(env or {})}, catch_exceptions=False)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture

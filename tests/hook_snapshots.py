@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from gpudoctor.runner import CommandResult
-from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot import FileRecord, Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 XML = ROOT / "fixtures" / "nvidia-smi" / "xml"
@@ -39,11 +39,21 @@ def xml(name: str, **edits: str) -> str:
     return text
 
 
+# The live hook also reads /dev/kmsg (the Xid checks): these recordings carry a kernel log with no
+# NVIDIA error, the first record of this project's development VM as /dev/kmsg prints it.
+CLEAN_KMSG = ("5,0,0,-;Linux version 6.18.44-fc-v782 (builder@sandboxing) (gcc (GCC) 15.3.0, GNU ld (GNU Binutils) "
+              "2.46) #1 SMP PREEMPT_DYNAMIC @0\n")
+
+
 def save(directory: Path, result: Optional[CommandResult], frameworks: Optional[Dict] = None,
-         hostname: str = "node01") -> Path:
-    snap = Snapshot(meta={"hostname": hostname, "gpudoctor_version": "test"}, frameworks=frameworks or {})
+         hostname: str = "node01", meta: Optional[Dict] = None, key: str = "nvidia_smi_xml",
+         kmsg: Optional[str] = CLEAN_KMSG) -> Path:
+    snap = Snapshot(meta={"hostname": hostname, "gpudoctor_version": "test", **(meta or {})},
+                    frameworks=frameworks or {})
     if result is not None:
-        snap.commands["nvidia_smi_xml"] = result
+        snap.commands[key] = result
+    if kmsg is not None:
+        snap.files["/dev/kmsg"] = FileRecord("/dev/kmsg", content=kmsg)
     snap.save(str(directory))
     return directory
 

@@ -105,9 +105,15 @@ def test_fix_commands_are_readable_pre_blocks(broken, tmp_path):
     drv = [f for f in report["findings"] if f["check_id"] == "DRV001"][0]
     assert drv["status"] == "fail" and drv["fix"]["commands"]
     assert '<article class="finding fail" style="--c:#cf222e">' in dom and "[✗]" in dom
-    pre = re.search(r'<div class="fix"><b>Fix:</b>.*?<pre>(.*?)</pre>', dom, re.S).group(1)
-    for cmd in drv["fix"]["commands"]:
-        assert escape(cmd if cmd.startswith("#") else f"$ {cmd}", quote=False) in pre.splitlines()
+    # Every fix is one <pre>, one command per line, as typed; find DRV001's by its first command (the
+    # planted journal also holds an Xid 79, whose fix comes first).
+    # (commands carry no prompt, so a copied block runs as it is)
+    lines = [escape(c, quote=False) for c in drv["fix"]["commands"]]
+    pres = [p.splitlines() for p in re.findall(r'<div class="fix"><b>Fix:</b>.*?<pre>(.*?)</pre>', dom, re.S)]
+    assert len(pres) >= 2
+    ours = [p for p in pres if lines[0] in p]
+    assert len(ours) == 1 and ours[0] == lines
+    assert not any(line.startswith("$ ") for p in pres for line in p)
     assert "couldn't communicate with the NVIDIA driver" in dom
     assert "No GPU was reported" in dom
 

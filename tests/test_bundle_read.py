@@ -9,7 +9,8 @@ import pytest
 
 from gpudoctor.bundle.read import Limits, load_bundle
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import SnapshotError, load
+from gpudoctor.snapshot import SnapshotError
+from gpudoctor.snapshot_folder import load
 from tests.bundle_support import ROOT, file_info, folder_bundle, run_cli, tar_gz
 
 SCENARIO = ROOT / "fixtures" / "scenarios" / "core-a100-mig" / "snapshot"
@@ -165,3 +166,103 @@ def test_cli_replays_a_good_bundle_and_cleans_up(tmp_path):
     assert res.returncode == 0, res.stderr
     assert '"GPU-513536b6-7d19-9063-b049-1e69664bb298' in res.stdout
     assert os.listdir(scratch) == []
+
+
+# --- the campaign's attacks (issue 15) -------------------------------------------------------
+
+def test_dot_members_and_directories_count_towards_the_total(tmp_path):
+    dots = [file_info(".", bytes(400_000)) for _ in range(5)]
+    path = _write(tmp_path, tar_gz(dots + [file_info("b/x", b"1")], compresslevel=9))
+    assert _refused(path, Limits(total_bytes=1_000_000)) == \
+        f"{path}: refusing member '.': the bundle unpacks to over 1000000 bytes"
+    # The ratio guard sees the skipped data too (a 12 MB archive of '.' members expanded to 12 GB).
+    msg = _refused(path, Limits(ratio=50, ratio_after=64 * 1024))
+    assert msg.endswith("compression ratio over 50:1 (a tar bomb?)")
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_a_huge_long_name_header_is_refused_before_it_is_read_whole(tmp_path, kind):
+    import gzip
+    import io
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=kind) as tar:
+        info = tarfile.TarInfo("b/" + "n" * 300_000)
+        tar.addfile(info, io.BytesIO(b""))
+    path = _write(tmp_path, buf.getvalue())
+    assert _refused(path, Limits(header_bytes=64 * 1024)) == \
+        f"{path}: refusing the bundle: a tar header over 65536 bytes (a long-name bomb?)"
+
+
+def _with_manifest(rows):
+    import hashlib
+    import json
+
+    entries = [(f"snapshot/{p.relative_to(SCENARIO).as_posix()}", p.read_bytes())
+               for p in sorted(SCENARIO.rglob("*")) if p.is_file()]
+    listed = [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in entries] + rows
+    entries.append(("manifest.json", json.dumps({"schema": "gpudoctor.bundle/1", "members": listed}).encode()))
+    return tar_gz([file_info(f"bundle/{n}", d) for n, d in entries])
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "/proc/kmsg", "../../../../etc/passwd", "snapshot/../../x", "."])
+def test_manifest_names_are_never_opened_on_this_machine(tmp_path, name):
+    import hashlib
+
+    digest = hashlib.sha256(open("/etc/passwd", "rb").read()).hexdigest()  # the right hash: a probe
+    path = _write(tmp_path, _with_manifest([{"name": name, "size": 1, "sha256": digest}]))
+    assert _refused(path) == f"{path}: manifest.json lists {name!r}, which the bundle lacks"
+
+
+@pytest.mark.parametrize("manifest, why", [
+    ('{"members": "snapshot/snapshot.json"}', "manifest.json is damaged ('members' should be a list of objects)"),
+    ('{"members": [1, 2]}', "manifest.json is damaged ('members' should be a list of objects)"),
+    ("[" * 100000 + "]" * 100000, "manifest.json is not valid JSON"),
+    ('{"members": [{"name": ["x"], "sha256": "0"}]}', "manifest.json lists \"['x']\", which the bundle lacks"),
+])
+def test_a_damaged_manifest_is_one_line(tmp_path, manifest, why):
+    data = folder_bundle(SCENARIO, manifest=False, extra=[("manifest.json", manifest.encode())])
+    path = _write(tmp_path, data)
+    assert _refused(path) == f"{path}: {why}"
+
+
+def test_unpack_folders_of_killed_replays_are_removed_by_the_next(tmp_path):
+    import subprocess
+    import sys
+
+    from gpudoctor import staging
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    stale = scratch / f"gpudoctor-bundle-unpack-{ns}-{dead.stdout.strip()}-123-abcd1234"
+    (stale / "bundle").mkdir(parents=True)
+    alive = scratch / f"gpudoctor-bundle-unpack-{staging.tag()}-efgh5678"  # this process: still running
+    alive.mkdir()
+    other = scratch / "gpudoctor-bundle-12345-20240101T000000Z.tar.gz"  # a user's bundle is never touched
+    other.write_bytes(b"x")
+    good = _write(tmp_path, folder_bundle(SCENARIO))
+    res = run_cli("check", "--snapshot", str(good), "--json", env=dict(os.environ, TMPDIR=str(scratch)))
+    assert res.returncode == 0, res.stderr
+    assert sorted(os.listdir(scratch)) == sorted([alive.name, other.name])
+
+
+def test_sigterm_during_a_replay_removes_the_unpack_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    big = _write(tmp_path, folder_bundle(SCENARIO, extra=[("snapshot/files/etc/big.conf", os.urandom(40_000_000))]))
+    proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", "--snapshot", str(big)],
+                            env=dict(os.environ, TMPDIR=str(scratch)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not os.listdir(scratch) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 143 and os.listdir(scratch) == []

@@ -18,7 +18,8 @@ from gpudoctor.bundle.read import load_bundle
 from gpudoctor.bundle.redact import SecretRedactor, is_secret_name
 from gpudoctor.bundle.sanitize import Sanitizer
 from gpudoctor.facts import Facts
-from gpudoctor.snapshot import Snapshot, load
+from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot_folder import load
 from tests.bundle_support import (ALL_SECRETS, GPU_SERIAL, GPU_UUID, HOST, IDENTIFIERS, IPS, MACS,
                                   PIP_PASSWORD, ROOT, SECRETS, make_root, make_stubs, members, planted_env,
                                   raw_tar, run_cli)
@@ -38,8 +39,8 @@ UUID_SHAPE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
     ("xoxp-1234567890-abcdefghij", "slack-token"),
     ("glpat-abcdefghij0123456789", "gitlab-token"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "jwt"),
-    ("Authorization: Bearer abcdefghijklmnop0123456789", "bearer-token"),
-    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----", "pem-private-key"),
+    ("got Bearer abcdefghijklmnop0123456789 back", "bearer-token"),
+    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----", "private-key"),
     ("https://conda.anaconda.org/t/ab-0123456789xyz/chan/", "conda-channel-token"),
 ])
 def test_token_formats_are_redacted_wherever_they_appear(text, kind):
@@ -188,7 +189,7 @@ def test_secrets_were_redacted_where_they_were_not_dropped(plain):
     assert "# github <redacted:github-token> gitlab <redacted:gitlab-token>" in m["snapshot/commands/nvcc_version.err"]
     modprobe = m["snapshot/files/etc/modprobe.d/nvidia.conf"]
     assert modprobe.startswith("options nvidia NVreg_PreserveVideoMemoryAllocations=1\n")
-    assert "<redacted:gitlab-token>" in modprobe and "<redacted:pem-private-key>" in modprobe
+    assert "<redacted:gitlab-token>" in modprobe and "<redacted:private-key>" in modprobe
     assert "https://<redacted:url-credentials>@pypi.corp.example/simple" in m["python/pip-config.txt"]
     assert "<redacted:conda-channel-token>" in m["python/conda-list.json"]
     assert "session <redacted:jwt>" in m["kernel/nvidia-messages.txt"]
@@ -196,7 +197,7 @@ def test_secrets_were_redacted_where_they_were_not_dropped(plain):
     assert env["package_settings"]["PIP_INDEX_URL"] == "https://<redacted:url-credentials>@pypi.corp.example/simple"
     assert set(SECRETS) <= set(env["secret_variables"])
     counts = json.loads(m["manifest.json"])["redactions"]["secrets"]
-    assert counts["env:HF_TOKEN"] >= 1 and counts["pem-private-key"] >= 1 and counts["url-credentials"] >= 1
+    assert counts["env:HF_TOKEN"] >= 1 and counts["private-key"] >= 1 and counts["url-credentials"] >= 1
     assert PIP_PASSWORD not in json.dumps(counts)
 
 

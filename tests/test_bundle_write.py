@@ -171,3 +171,20 @@ def test_a_tiny_filesystem_that_fills_up(machine):
         assert os.listdir(mnt) == []
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_part_files_of_a_killed_bundle_run_are_swept_by_the_next(machine):
+    out = machine["tmp"] / "out"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    stale = out / f".b.tar.gz.{ns}-{dead.stdout.strip()}-1-abcd1234.part"
+    stale.write_bytes(b"half a bundle")
+    keep = out / ".notes.part"  # not one of ours: never touched
+    keep.write_text("mine")
+    bindir = make_stubs(machine["tmp"] / "bin")
+    res = run_cli("bundle", "--no-frameworks", "--root", str(machine["root"]), "-o", str(out / "c.tar.gz"),
+                  env=planted_env(bindir, machine["scratch"]))
+    assert res.returncode == 0, res.stderr
+    assert sorted(os.listdir(out)) == [".notes.part", "c.tar.gz"]
+    assert os.listdir(machine["scratch"]) == []  # the stage folder is gone too

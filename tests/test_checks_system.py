@@ -10,6 +10,7 @@ from gpudoctor.findings import Status
 from gpudoctor.runner import CommandResult
 from gpudoctor_checks import containers, cuda_toolkit, cudnn, driver, kernel_module, nouveau, wsl
 from tests.builders import ran, snap
+from tests.scenarios import SCENARIOS
 
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Sat Aug 19 01:15:15 UTC 2023\n"
 
@@ -71,15 +72,21 @@ def test_module_against_nvml_library_line(module, smi_line, status):
 # --- nvidia-smi exit codes --------------------------------------------------------------
 
 @pytest.mark.parametrize("rc, out, title, kb", [
-    (12, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.", "exited 12: the NVML library", "driver_nvml_missing"),
-    (15, "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error", "fallen off the bus", "driver_gpu_lost"),
-    (17, "Failed to initialize NVML: GPU access blocked by the operating system", "blocks access", None),
+    # The words come first (the one table of nvidia-smi failures), then the exit code's meaning.
+    (12, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.",
+     "nvidia-smi cannot find the NVML library (libnvidia-ml.so)", "driver_nvml_missing"),
+    (15, "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error",
+     "GPU 0000:3B:00.0 has fallen off the bus or stopped answering", "driver_gpu_lost"),
+    (17, "Failed to initialize NVML: GPU access blocked by the operating system",
+     "Windows blocks this WSL distribution's access to the GPU", "wsl_gpu_blocked"),
+    (17, "something the table does not know", "nvidia-smi exited 17: ", None),
+    (15, "", "a GPU has fallen off the bus or stopped answering", "driver_gpu_lost"),
     (42, "something new", "nvidia-smi failed", "driver_not_loaded"),
 ])
 def test_driver_answers_reads_exit_codes(rc, out, title, kb):
     s = snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], out + "\n", rc)})
     f = one(driver.driver_answers, s)
-    assert f.status is Status.FAIL and title in f.title
+    assert f.status is Status.FAIL and f.title.startswith(title)
     assert (f.fix.kb_id if f.fix else None) == kb
 
 
@@ -227,18 +234,18 @@ def test_wsl_linux_driver_seen_only_in_loader_cache_still_fails():
 
 
 def test_inforom_warning_is_quoted_once_even_though_the_parser_keeps_it_too():
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
     from gpudoctor_checks.gpu_health import gpu_inforom
 
-    (finding,) = run_one(gpu_inforom, Facts(load("fixtures/scenarios/sys-inforom-corrupted")))
+    (finding,) = run_one(gpu_inforom, Facts(load(str(SCENARIOS / "sys-inforom-corrupted"))))
     assert [e.excerpt for e in finding.evidence] == ["WARNING: infoROM is corrupted at gpu 0008:00:00.0"]
 
 
 def test_mismatch_fix_is_given_once():
-    from gpudoctor.snapshot import load
+    from gpudoctor.snapshot_folder import load
 
     report = __import__("gpudoctor.report", fromlist=["build_report"]).build_report(
-        load("fixtures/scenarios/sys-driver-library-mismatch"))
+        load(str(SCENARIOS / "sys-driver-library-mismatch")))
     by_id = {f.check_id: f for f in report.findings}
     assert by_id["DRV001"].fix is None and by_id["DRV001"].detail == "DRV002 has both versions and the fix."
     assert by_id["DRV002"].fix.kb_id == "driver_library_mismatch"

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT, run_gpudoctor
+from tests.conftest import ROOT, invoke
 
 INSUFFICIENT = "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version"
 TOO_OLD = ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU "
@@ -30,14 +30,14 @@ RuntimeError: CUDA failed with error forward compatibility was attempted on non 
 
 
 def explain_json(*args, **kw):
-    proc = run_gpudoctor("explain", "--json", *args, **kw)
+    proc = invoke("explain", "--json", *args, **kw)
     return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
 
 
 def test_text_argument_json_shape_and_values():
     proc, out = explain_json(TOO_OLD)
     assert proc.returncode == 0, proc.stderr
-    assert out["schema"] == "gpudoctor.explain/1" and out["exit_code"] == 0
+    assert out["schema"] == "gpudoctor.explain/4" and out["exit_code"] == 0
     d = out["diagnoses"][0]
     assert {"id", "family", "lines", "values", "explanation", "fix", "excerpt", "confidence"} <= set(d)
     assert d["id"] == "torch_driver_too_old" and d["family"] == "driver_too_old" and d["lines"] == [1]
@@ -47,13 +47,13 @@ def test_text_argument_json_shape_and_values():
 
 
 def test_nothing_matched_exits_1_with_a_hint():
-    proc = run_gpudoctor("explain", "everything is fine: epoch 3 loss 0.12")
+    proc = invoke("explain", "everything is fine: epoch 3 loss 0.12")
     assert proc.returncode == 1
     assert "gpudoctor check" in proc.stdout
 
 
 def test_program_bug_exits_1_and_says_why():
-    proc = run_gpudoctor("explain", "RuntimeError: Expected all tensors to be on the same device, but found at least "
+    proc = invoke("explain", "RuntimeError: Expected all tensors to be on the same device, but found at least "
                                     "two devices, cuda:0 and cpu!")
     assert proc.returncode == 1
     assert "bug in the program, not the environment" in proc.stdout
@@ -116,26 +116,26 @@ def test_snapshot_tailors_the_fix_like_the_checks():
     assert proc.returncode == 0, proc.stderr
     d = out["diagnoses"][0]
     assert d["family"] == "driver_too_old"
-    assert d["confirmed_by"]["check"] == "TRC002"
+    assert d["machine"]["check"] == "TRC002" and d["machine"]["family"] == "driver_too_old"
     assert "Driver 515.105.01 supports CUDA up to 11.7" in d["fix"]["summary"]
     assert "525.60.13" in d["fix"]["summary"]
-    check = json.loads(run_gpudoctor("check", "--json", "--snapshot", str(snap)).stdout)
+    check = json.loads(invoke("check", "--json", "--snapshot", str(snap)).stdout)
     fix = next(f["fix"] for f in check["findings"] if f["check_id"] == "TRC002")
     assert d["fix"]["summary"] == fix["summary"] and d["fix"]["commands"] == fix["commands"]
 
 
 def test_help_has_examples():
-    proc = run_gpudoctor("explain", "--help")
+    proc = invoke("explain", "--help")
     assert proc.returncode == 0
     assert "Examples:" in proc.stdout and "gpudoctor explain train.log" in proc.stdout and "--json" in proc.stdout
 
 
 def test_colour_only_when_asked():
-    plain = run_gpudoctor("explain", INSUFFICIENT)
+    plain = invoke("explain", INSUFFICIENT)
     assert "\x1b[" not in plain.stdout
-    forced = run_gpudoctor("explain", "--color", INSUFFICIENT)
+    forced = invoke("explain", "--color", INSUFFICIENT)
     assert "\x1b[" in forced.stdout
-    no_color = run_gpudoctor("explain", INSUFFICIENT, env={"NO_COLOR": "1"})
+    no_color = invoke("explain", INSUFFICIENT, env={"NO_COLOR": "1"})
     assert "\x1b[" not in no_color.stdout
 
 
@@ -149,34 +149,34 @@ def assert_bad(proc, needle):
 
 
 def test_missing_file(tmp_path):
-    assert_bad(run_gpudoctor("explain", str(tmp_path / "nope.log")), "no such file")
+    assert_bad(invoke("explain", str(tmp_path / "nope.log")), "no such file")
 
 
 def test_directory(tmp_path):
-    assert_bad(run_gpudoctor("explain", str(tmp_path)), "is a directory")
+    assert_bad(invoke("explain", str(tmp_path)), "is a directory")
 
 
 def test_empty_file_and_empty_stdin(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
-    assert_bad(run_gpudoctor("explain", str(empty)), "is empty")
-    assert_bad(run_gpudoctor("explain", "-", input=""), "no input")
+    assert_bad(invoke("explain", str(empty)), "is empty")
+    assert_bad(invoke("explain", "-", input=""), "no input")
     blank = tmp_path / "blank.log"
     blank.write_text("\n  \n\t\n")
-    assert_bad(run_gpudoctor("explain", str(blank)), "only whitespace")
-    assert_bad(run_gpudoctor("explain", ""), "empty")
+    assert_bad(invoke("explain", str(blank)), "only whitespace")
+    assert_bad(invoke("explain", ""), "empty")
 
 
 def test_binary_file(tmp_path):
     png = tmp_path / "plot.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40)
-    assert_bad(run_gpudoctor("explain", str(png)), "binary")
+    assert_bad(invoke("explain", str(png)), "binary")
 
 
 def test_corrupt_gzip(tmp_path):
     bad = tmp_path / "bad.log.gz"
     bad.write_bytes(gzip.compress(b"CUDA error: out of memory\n" * 1000)[:60])
-    assert_bad(run_gpudoctor("explain", str(bad)), "not a valid gzip file")
+    assert_bad(invoke("explain", str(bad)), "not a valid gzip file")
 
 
 def test_unreadable_file(tmp_path, monkeypatch, capsys):
@@ -184,7 +184,7 @@ def test_unreadable_file(tmp_path, monkeypatch, capsys):
     secret.write_text(INSUFFICIENT + "\n")
     secret.chmod(0)
     if os.geteuid() != 0:
-        assert_bad(run_gpudoctor("explain", str(secret)), "permission denied")
+        assert_bad(invoke("explain", str(secret)), "permission denied")
         return
     # root can read anything: make the permission check answer as it would for a normal user
     from gpudoctor.cli import main
@@ -201,7 +201,7 @@ def test_unreadable_file(tmp_path, monkeypatch, capsys):
 def test_invalid_utf8_is_read_with_a_note(tmp_path):
     log = tmp_path / "latin1.log"
     log.write_bytes("Gerät: café\n".encode("latin-1") + INSUFFICIENT.encode() + b"\n")
-    proc = run_gpudoctor("explain", str(log))
+    proc = invoke("explain", str(log))
     assert proc.returncode == 0
     assert "not valid UTF-8" in proc.stderr and proc.stderr.startswith("gpudoctor: note: ")
 
@@ -214,11 +214,11 @@ def test_utf16_log_from_powershell(tmp_path):
 
 
 def test_snapshot_and_here_together_is_a_usage_error():
-    assert_bad(run_gpudoctor("explain", "--here", "--snapshot", "x", INSUFFICIENT), "give one of them")
+    assert_bad(invoke("explain", "--here", "--snapshot", "x", INSUFFICIENT), "give one of them")
 
 
 def test_bad_snapshot_path(tmp_path):
-    assert_bad(run_gpudoctor("explain", "--snapshot", str(tmp_path / "none"), INSUFFICIENT), "")
+    assert_bad(invoke("explain", "--snapshot", str(tmp_path / "none"), INSUFFICIENT), "")
 
 
 @pytest.mark.timeout(120)
@@ -230,7 +230,7 @@ def test_huge_single_line_file_in_bounded_memory(tmp_path):
             f.write(block if i != 100 else block[:1000] + b" GPU has fallen off the bus " + block[1028:])
     code = ("import resource, sys\nfrom gpudoctor.cli import main\n"
             "try:\n    main(['explain', '--json', sys.argv[1]])\nexcept SystemExit as e:\n"
-            "    print('RC', e.code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+            "    print('RC', int(e.code), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
     import subprocess
     import sys
     proc = subprocess.run([sys.executable, "-c", code, str(big)], capture_output=True, text=True, timeout=120,

@@ -21,7 +21,8 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from gpudoctor.explain import catalog, explain_text
+from gpudoctor.explain import catalog
+from gpudoctor.explain.pipeline import explain_text
 from tests.test_explain_cases import context_flags
 
 EVAL_FILE = Path(__file__).resolve().parent / "data" / "explain_eval.jsonl"

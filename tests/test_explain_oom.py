@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.explain import explain_text
+from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.oom import analyse
 from gpudoctor.explain.values import Size, size
 

@@ -8,9 +8,11 @@ import pytest
 from gpudoctor.facts import Facts
 from gpudoctor.facts.cuda import parse_version_json, parse_version_txt, real_path
 from gpudoctor.facts.cudnn import parse_cudnn_version_h
+from gpudoctor.facts.driver import NvidiaModuleFile
 from gpudoctor.facts.libraries import libs_named, parse_ldconfig
 from gpudoctor.facts.modprobe import (cmdline_params, effective_files, masked_files, module_block,
                                       parse_modprobe_conf)
+from gpudoctor.facts.system import OsRelease
 from gpudoctor.recipes import distro_family
 from gpudoctor.runner import CommandResult
 from tests.builders import ran, snap
@@ -79,7 +81,7 @@ def test_same_named_file_in_etc_masks_the_packaged_one():
 
 def test_modprobe_rules_missing_when_nothing_recorded_but_empty_when_dirs_listed():
     assert not Facts(snap()).has("modprobe_rules")
-    assert Facts(snap(listings={"/etc/modprobe.d": []}))["modprobe_rules"] == []
+    assert Facts(snap(listings={"/etc/modprobe.d": []}))["modprobe_rules"] == ()
 
 
 def test_nouveau_block_names_file_and_line():
@@ -107,12 +109,14 @@ def test_nouveau_block_names_file_and_line():
     (None, "default"),
 ])
 def test_distribution_family_from_os_release(osr, family):
-    assert distro_family(osr) == family
+    typed = OsRelease(osr.get("ID"), tuple(osr.get("ID_LIKE", "").split()), None, None) if osr else None
+    assert distro_family(typed) == family
 
 
 def test_os_release_quotes_are_stripped():
     s = snap(files={"/etc/os-release": 'ID="rocky"\nID_LIKE="rhel centos fedora"\nPRETTY_NAME="Rocky Linux 9.4"\n'})
-    assert Facts(s)["os_release"]["ID_LIKE"] == "rhel centos fedora"
+    osr = Facts(s)["os_release"]
+    assert (osr.id, osr.id_like, osr.pretty_name) == ("rocky", ("rhel", "centos", "fedora"), "Rocky Linux 9.4")
 
 
 # --- CUDA and cuDNN version files --------------------------------------------------------
@@ -143,8 +147,8 @@ def test_cudnn_fact_dedupes_alternatives_link_and_reads_ldconfig():
              links={"/usr/include/cudnn_version.h": {"target": "/etc/alternatives/cudnn_version_h",
                                                      "real": "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h"}})
     info = Facts(s)["cudnn"]
-    assert [h.version for h in info["headers"]] == ["8.9.7"]
-    assert info["lib_majors"] == [8]
+    assert [h.version for h in info.headers] == ["8.9.7"]
+    assert info.lib_majors == (8,)
 
 
 def test_no_cudnn_is_missing_with_the_reason():
@@ -180,7 +184,7 @@ def test_ldconfig_parse_keeps_order_and_flags():
 ])
 def test_mokutil_states(out, err, rc, enabled, enforced):
     sb = Facts(snap(commands={"mokutil_sb_state": ran(["mokutil", "--sb-state"], out, rc, err)}))["secure_boot"]
-    assert (sb["enabled"], sb["enforced"]) == (enabled, enforced)
+    assert (sb.enabled, sb.enforced) == (enabled, enforced)
 
 
 def test_mokutil_not_installed_is_missing():
@@ -192,10 +196,10 @@ def test_modinfo_found_signed_and_not_found():
     out = ("filename:       /lib/modules/6.8.0-49-generic/updates/dkms/nvidia.ko.zst\nversion:        550.120\n"
            "signer:         host Secure Boot Module Signature key\nparm:           NVreg_Foo:int\n")
     m = Facts(snap(commands={"modinfo_nvidia": ran(["modinfo", "nvidia"], out)}))["nvidia_module_file"]
-    assert (m["found"], m["version"], m["signer"]) == (True, "550.120", "host Secure Boot Module Signature key")
+    assert (m.found, m.version, m.signer) == (True, "550.120", "host Secure Boot Module Signature key")
     gone = ran(["modinfo", "nvidia"], "", 1, "modinfo: ERROR: Module nvidia not found.\n")
     m = Facts(snap(commands={"modinfo_nvidia": gone}))["nvidia_module_file"]
-    assert m == {"found": False, "line": "modinfo: ERROR: Module nvidia not found."}
+    assert m == NvidiaModuleFile(found=False, line="modinfo: ERROR: Module nvidia not found.")
 
 
 def test_userspace_driver_from_mismatch_message_and_library_names():
@@ -203,9 +207,9 @@ def test_userspace_driver_from_mismatch_message_and_library_names():
     s = snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], said, 18)},
              listings={"/usr/lib/x86_64-linux-gnu": ["libcuda.so.1", "libnvidia-ml.so.550.54.15", "libcuda.so.550.54.15"]})
     user = Facts(s)["userspace_driver"]
-    assert user["version"] == "550.54.15"
-    assert user["line"] == "NVML library version: 550.54"
-    assert user["versions"] == ["550.54.15"]
+    assert user.version == "550.54.15"
+    assert user.line == "NVML library version: 550.54"
+    assert user.versions == ("550.54.15",)
 
 
 # --- toolkits and what the lookups pick --------------------------------------------------

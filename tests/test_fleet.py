@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor import fleet
+from gpudoctor.fleet import summary as fleet
 from tests.conftest import run_gpudoctor
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
@@ -17,8 +17,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def report(host, driver="550.90.07", cuda="12.4", gpus=8, model=H100, torch="2.4.0+cu121", findings=()):
-    """A report shaped like `gpudoctor check --json` (schema gpudoctor.report/1), machine and findings."""
-    return {"schema": "gpudoctor.report/1", "source": "live", "snapshot": {"hostname": host},
+    """A report shaped like `gpudoctor check --json` (schema gpudoctor.report/2), machine and findings."""
+    return {"schema": "gpudoctor.report/2", "source": "live", "snapshot": {"hostname": host},
             "machine": {"hostname": host, "driver_version": driver, "cuda_driver_max": cuda,
                         "gpus": [{"index": i, "name": model} for i in range(gpus)],
                         "frameworks": {"torch": {"installed": torch is not None, "version": torch}}},
@@ -121,7 +121,8 @@ def test_fleet_table_over_real_reports(scenario_reports):
     proc = run_gpudoctor("fleet", str(scenario_reports), "--no-color")
     assert proc.returncode == 1, proc.stderr  # the driver-not-loaded node fails
     lines = proc.stdout.splitlines()
-    assert lines[0] == "5 nodes: 3 ok, 1 warn, 0 error, 1 fail"
+    # warnings: the GPU-less machine (DRV001, CTR001) and persistence off on the MIG A100 (NOD006)
+    assert lines[0] == "5 nodes: 2 ok, 2 warn, 0 error, 1 fail"
     problem = next(ln for ln in lines if "DRV001" in ln and ("[x]" in ln or "[✗]" in ln))
     assert "nvidia-smi cannot talk to the NVIDIA driver" in problem and problem.rstrip().endswith(
         "1  ws-after-kernel-update")
@@ -138,7 +139,7 @@ def test_fleet_reads_stdin_in_both_forms(scenario_reports):
     assert sa["nodes"] == sb["nodes"] == 5
     assert sa["problems"] == sb["problems"] and sa["spread"] == sb["spread"]
     assert sb["unreadable"] == [{"source": "<stdin>", "line": 1, "reason": "not JSON"}]
-    assert sa["schema"] == "gpudoctor.fleet/1"
+    assert sa["schema"] == "gpudoctor.fleet/2"
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from gpudoctor.cli import main
 from gpudoctor.hook.config import ConfigError, Settings, merge, parse_size_mib, read_file
-from gpudoctor.hook.requirements import Requirements
+from gpudoctor.requirements import Requirements
 from tests import hook_snapshots as hs
 
 TOML = """
@@ -32,7 +32,9 @@ def test_toml_file_gives_settings(tmp_path):
     assert s.requirements == Requirements(gpus=8, min_driver="535.104.05", min_free_mem_mib=71680,
                                           no_foreign_processes=True,
                                           allow_processes=("nvidia-cuda-mps-server", "dcgm"),
-                                          cuda="12.4", max_temp=85)
+                                          cuda="12.4", max_temp=85,
+                                          explicit=("gpus", "min_driver", "min_free_mem_mib", "no_foreign_processes",
+                                                    "allow_processes", "cuda", "max_temp"))
 
 
 def test_json_and_ini_give_the_same_settings(tmp_path):
@@ -105,3 +107,20 @@ def test_defaults():
     s = Settings()
     assert s.timeout == 10.0 and s.requirements.pending_retirement is True
     assert not s.requirements.needs_frameworks()
+
+
+def test_xid_actions_fabric_manager_and_nvlink_settings(tmp_path):
+    path = tmp_path / "hook.toml"
+    path.write_text('[hook]\ndrain_xid_actions = ["reset_gpu", "RESTART_BM"]\nfabric_manager = false\nnvlink = true\n')
+    r = merge(read_file(str(path)), {}).requirements
+    assert (r.drain_xid_actions, r.fabric_manager, r.nvlink) == (("RESET_GPU", "RESTART_BM"), False, True)
+    ini = tmp_path / "hook.ini"
+    ini.write_text("[hook]\ndrain_xid_actions = none\n")
+    assert merge(read_file(str(ini)), {}).requirements.drain_xid_actions == ()
+    # The flag wins over the file; the default drains what needs a reset, a reboot or NVIDIA.
+    assert merge(read_file(str(path)), {"drain_xid_actions": "RESTART_APP"}).requirements.drain_xid_actions == \
+        ("RESTART_APP",)
+    assert Requirements().drain_xid_actions == ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT")
+    with pytest.raises(ConfigError) as exc:
+        merge({"drain_xid_actions": "RESET_GPU,REBOOT"}, {})
+    assert "drain_xid_actions: unknown Xid action 'REBOOT' (known: " in str(exc.value)

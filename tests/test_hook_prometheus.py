@@ -44,6 +44,10 @@ def parse(text):
     return metrics
 
 
+# The recordings carry a kernel log without NVIDIA errors (tests/hook_snapshots.py): the Xid checks pass.
+KERNEL_LOG_OK = {"XID001": 0, "XID002": 0, "XID003": 0, "XID004": 0, "SXID001": 0}
+
+
 def run_hook(capsys, *args):
     with pytest.raises(SystemExit) as exc:
         main(["hook", *args])
@@ -51,7 +55,7 @@ def run_hook(capsys, *args):
     return exc.value.code
 
 
-def test_textfile_has_a_gauge_per_requirement_and_gpu(tmp_path, capsys):
+def test_textfile_has_a_gauge_per_check_and_gpu(tmp_path, capsys):
     prom = tmp_path / "gpudoctor.prom"
     snap = hs.recording(tmp_path / "s", hs.RETIRED)
     code = run_hook(capsys, "--snapshot", str(snap), "--prometheus", str(prom), "--gpus", "1", "--max-temp", "85")
@@ -59,7 +63,7 @@ def test_textfile_has_a_gauge_per_requirement_and_gpu(tmp_path, capsys):
     m = parse(prom.read_text())
     assert m["gpudoctor_hook_status"]["samples"] == [({}, 1.0)]
     assert dict((s[0]["check"], s[1]) for s in m["gpudoctor_check_status"]["samples"]) == {
-        "driver": 0, "gpu_count": 0, "pending_retirement": 1, "max_temp": 0}
+        "DRV001": 0, "DRV003": 1, "DRV006": 0, "NOD001": 0, "NOD002": 0, **KERNEL_LOG_OK, "FAB001": 0}
     assert m["gpudoctor_gpu_info"]["samples"] == [(
         {"index": "0", "name": "Tesla V100-SXM3-32GB", "uuid": "GPU-ef23ffa6-c9fd-93d5-aeb8-612c087255ff",
          "driver": "410.104"}, 1.0)]
@@ -75,7 +79,7 @@ def test_unknown_and_driver_failure_values(tmp_path, capsys):
     run_hook(capsys, "--snapshot", str(hs.hung(tmp_path / "s")), "--prometheus", str(prom), "--gpus", "8")
     m = parse(prom.read_text())
     assert dict((s[0]["check"], s[1]) for s in m["gpudoctor_check_status"]["samples"]) == {
-        "driver": 1, "gpu_count": 2, "pending_retirement": 2}
+        "DRV001": 1, "DRV003": 2, "DRV006": 2, "NOD001": 2, **KERNEL_LOG_OK, "FAB001": 2}
     assert m["gpudoctor_gpu_info"]["samples"] == []
 
 
@@ -86,7 +90,7 @@ def test_label_values_are_escaped():
     class Gpu:
         index, name, uuid, temperature_c = 0, 'Odd "GPU"\\name\n', "GPU-1", None
 
-    text = prometheus.render(Outcome(HookExit.OK, ""), 1.7e9, [Gpu()], "550.54.15")
+    text = prometheus.render(Outcome(HookExit.OK), 1.7e9, [Gpu()], "550.54.15")
     assert parse(text)["gpudoctor_gpu_info"]["samples"][0][0]["name"] == 'Odd "GPU"\\name\n'
 
 

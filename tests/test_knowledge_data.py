@@ -10,6 +10,9 @@ from packaging.version import Version
 
 DATA = Path(__file__).resolve().parents[1] / "gpudoctor" / "knowledge" / "data"
 FILES = sorted(DATA.glob("*.json"))
+# gpudoctor's own taxonomy (diagnosis families and their order), not facts taken from elsewhere.
+TAXONOMY = {"families"}
+SOURCED = [p for p in FILES if p.stem not in TAXONOMY]
 EXPECTED = {"cuda_drivers", "torch_releases", "tf_builds", "gpus", "arch_rules"}
 
 
@@ -37,7 +40,7 @@ def test_file_is_documented_json(path):
     assert isinstance(doc.get("_doc"), str) and len(doc["_doc"]) > 40
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@pytest.mark.parametrize("path", SOURCED, ids=[p.stem for p in SOURCED])
 def test_every_row_has_https_source_and_verified_flag(path):
     rows = list(_sourced(json.loads(path.read_text(encoding="utf-8"))))
     assert rows, f"{path.name} has no sourced rows"
@@ -85,3 +88,15 @@ def _version_values(node):
 def test_every_version_string_parses(path):
     for key, value in _version_values(json.loads(path.read_text(encoding="utf-8"))):
         Version(value)  # raises InvalidVersion on anything packaging cannot compare
+
+
+def test_every_nvidia_smi_failure_matches_its_real_examples_and_only_its_row_claims_them():
+    from gpudoctor.knowledge.smi_failures import failure_in
+
+    rows = _load("nvidia_smi_failures")["failures"]
+    assert len({r["id"] for r in rows}) == len(rows)
+    for row in rows:
+        assert row["examples"], row["id"]
+        for example in row["examples"]:
+            said = failure_in([example])
+            assert said is not None and said.id == row["id"], (row["id"], example)

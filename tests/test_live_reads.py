@@ -9,7 +9,8 @@ import time
 import pytest
 
 from gpudoctor import liveread
-from gpudoctor.probes import CollectOptions, collect, files
+from gpudoctor.probes import files
+from gpudoctor.probes.collect import CollectOptions, collect
 from gpudoctor.snapshot import MAX_FILE_BYTES
 
 

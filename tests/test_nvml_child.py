@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import ROOT
+
 FAKE_PYNVML = '''
 class NVMLError(Exception):
     pass
@@ -49,9 +51,9 @@ def nvmlDeviceGetComputeRunningProcesses(h): return [_Proc()]
 
 def run_child(tmp_path, mode):
     (tmp_path / "pynvml.py").write_text(FAKE_PYNVML.format(mode=mode))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))  # the fake pynvml before any real one
     out = subprocess.run([sys.executable, "-m", "gpudoctor.probes.nvml_child"], capture_output=True,
-                         text=True, env=env, timeout=30)
+                         text=True, env=env, timeout=30, cwd=str(ROOT))  # this tree's child, from any folder
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -76,13 +78,14 @@ def test_readings_are_values_or_error_names(tmp_path):
 
 def test_facts_fall_back_to_nvml_when_nvidia_smi_is_missing(tmp_path):
     from gpudoctor.facts import Facts
+    from gpudoctor.facts.nvidia import DriverVersion
     from gpudoctor.runner import CommandResult
     from gpudoctor.snapshot import Snapshot
 
     snap = Snapshot(nvml=run_child(tmp_path, "ok"))
     snap.commands["nvidia_smi_xml"] = CommandResult(("nvidia-smi", "-q", "-x"), error="not found")
     f = Facts(snap)
-    assert f["driver_version"] == {"version": "535.86.05", "source": "nvml:driver_version"}
+    assert f["driver_version"] == DriverVersion(version="535.86.05", source="nvml:driver_version")
     assert f["cuda_driver_max"] == "12.2"
     gpu = f["gpus"][0]
     assert (gpu.name, gpu.compute_cap, gpu.memory_total_mib, gpu.mig_mode) == \

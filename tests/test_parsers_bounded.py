@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpudoctor import visible_devices
-from gpudoctor.explain import BadInput, explain_text
+from gpudoctor.explain.pipeline import BadInput, explain_text
 from gpudoctor.smi import (SmiParseError, extract, parse, parse_csv, parse_list, parse_query, parse_table,
                            parse_xml)
 

@@ -9,9 +9,10 @@ from gpudoctor.engine import Check, InvalidCheck, check, run_one, validate
 from gpudoctor.facts import Facts
 from gpudoctor.findings import Status, warn
 from gpudoctor.snapshot import Snapshot
-from tests.conftest import run_gpudoctor
+from tests.conftest import invoke
+from tests.scenarios import SCENARIOS
 
-SCENARIO = "fixtures/scenarios/core-healthy-workstation"
+SCENARIO = SCENARIOS / "core-healthy-workstation"
 
 
 def install_plugin(site, name, module_source, entry_value):
@@ -30,33 +31,33 @@ PLUGIN = """
 
     @check("ACME001", "acme-persistence", "ACME: driver branch is the site standard", needs=("driver_version",))
     def site_branch(f):
-        v = f["driver_version"]["version"]
+        v = f["driver_version"].version
         if not v.startswith("550."):
             return warn(f"driver {v} is not on the site's 550 branch",
-                        evidence=[Evidence(f["driver_version"]["source"], v)])
+                        evidence=[Evidence(f["driver_version"].source, v)])
         return ok(f"driver {v} is on the site branch")
 
     CHECKS = [site_branch]
 """
 
 
-def test_third_party_check_runs(tmp_path):
+def test_third_party_check_runs(tmp_path, monkeypatch):
     install_plugin(tmp_path, "acme_gpu_checks", PLUGIN, "acme_gpu_checks:CHECKS")
-    env = {"PYTHONPATH": str(tmp_path)}
-    listed = run_gpudoctor("check", "--list-checks", "--json", env=env)
+    monkeypatch.syspath_prepend(str(tmp_path))  # where pip would have put it
+    listed = invoke("check", "--list-checks", "--json")
     ids = {c["id"]: c for c in json.loads(listed.stdout)["checks"]}
     assert "ACME001" in ids and "DRV001" in ids
     assert ids["ACME001"]["origin"].startswith("acme_gpu_checks")
-    proc = run_gpudoctor("check", "--snapshot", SCENARIO, "--json", env=env)
+    proc = invoke("check", "--snapshot", SCENARIO, "--json")
     found = {f["check_id"]: f for f in json.loads(proc.stdout)["findings"]}
     assert found["ACME001"]["status"] == "warn"
     assert found["ACME001"]["title"] == "driver 535.86.05 is not on the site's 550 branch"
     assert proc.returncode == 0  # a warning is not a failure without --strict
-    strict = run_gpudoctor("check", "--snapshot", SCENARIO, "--strict", env=env)
+    strict = invoke("check", "--snapshot", SCENARIO, "--strict")
     assert strict.returncode == 1
 
 
-def test_broken_plugins_are_warnings_not_crashes(tmp_path):
+def test_broken_plugins_are_warnings_not_crashes(tmp_path, monkeypatch):
     install_plugin(tmp_path, "broken_import", "raise RuntimeError('plugin exploded at import')\n",
                    "broken_import:CHECKS")
     install_plugin(tmp_path, "dup_ids", """
@@ -72,8 +73,8 @@ def test_broken_plugins_are_warnings_not_crashes(tmp_path):
             return None
         CHECKS = [dup, bad, unknown]
     """, "dup_ids:CHECKS")
-    env = {"PYTHONPATH": str(tmp_path)}
-    proc = run_gpudoctor("check", "--snapshot", SCENARIO, "--json", env=env)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    proc = invoke("check", "--snapshot", SCENARIO, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     messages = " | ".join(p["plugin"] + ": " + p["message"] for p in data["plugin_problems"])
@@ -82,7 +83,7 @@ def test_broken_plugins_are_warnings_not_crashes(tmp_path):
     assert "'bad-id'" in messages and "must look like ABC123" in messages
     assert "gpu_horoscope" in messages
     assert {f["check_id"] for f in data["findings"]} >= {"DRV001", "INV001"}
-    text = run_gpudoctor("check", "--snapshot", SCENARIO, env=env)
+    text = invoke("check", "--snapshot", SCENARIO)
     assert "gpudoctor plugin broken_import" in text.stdout
 
 
@@ -122,3 +123,24 @@ def test_validation_names_the_offender():
         validate("not a check", {})
     except InvalidCheck as exc:
         assert "not a gpudoctor Check" in str(exc)
+
+
+def test_a_distribution_on_the_path_twice_loads_once_on_every_python(tmp_path, monkeypatch):
+    """Python < 3.10's entry_points() lists each copy (an sdist's egg-info beside the installed
+    dist-info); gpudoctor keeps the first, as 3.10+ does, so no check is loaded twice."""
+    from importlib import metadata
+
+    from gpudoctor import plugins
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site, value in ((first, "twice_plugin:CHECKS"), (second, "twice_plugin:OLD_CHECKS")):
+        site.mkdir()
+        install_plugin(site, "twice_plugin", "CHECKS = []\n", value)
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    as_before_3_10 = {plugins.GROUP: [ep for d in metadata.distributions() for ep in d.entry_points
+                                      if ep.group == plugins.GROUP]}
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda: as_before_3_10)
+    assert [ep.name for ep in as_before_3_10[plugins.GROUP]].count("twice_plugin") == 2
+    found = [ep.value for ep in plugins._entry_points() if ep.name == "twice_plugin"]
+    assert found == ["twice_plugin:CHECKS"]  # the first copy on sys.path

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from gpudoctor.probes import files
-from gpudoctor.snapshot import Snapshot, load
+from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot_folder import load
 
 
 def _tree(tmp_path):

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from gpudoctor import recipes
-from gpudoctor.snapshot import load
+from gpudoctor.facts.system import OsRelease
+from gpudoctor.snapshot_folder import load
+from tests.scenarios import SCENARIOS
 
 RECIPES = sorted(recipes.all_recipes())
 SIGNATURES = Path(recipes.RECIPE_DIR).parent / "signatures"
@@ -41,7 +43,7 @@ def test_recipes_explain_uses_read_cleanly_without_a_machine(recipe_id):
 
 def test_tailored_text_wins_when_the_machine_is_known():
     facts = __import__("gpudoctor.facts", fromlist=["Facts"]).Facts(
-        load("fixtures/scenarios/fw-torch-cu121-old-driver-515"))
+        load(str(SCENARIOS / "fw-torch-cu121-old-driver-515")))
     fix = recipes.recipe("driver_too_old", facts, framework="torch 2.3.1+cu121", min_driver="525.60.13",
                          alternative="install torch 2.3.1+cu118", alternative_command="pip install x")
     assert fix.summary.startswith("Driver 515.105.01 supports CUDA up to 11.7; torch 2.3.1+cu121 needs at least 525.60.13")
@@ -60,8 +62,8 @@ def test_fill_and_unfilled():
 
 
 def test_distribution_families():
-    assert recipes.distro_family({"ID": "ubuntu", "ID_LIKE": "debian"}) == "debian"
-    assert recipes.distro_family({"ID": "rocky", "ID_LIKE": "rhel centos fedora"}) == "rhel"
-    assert recipes.distro_family({"ID": "opensuse-leap", "ID_LIKE": "suse opensuse"}) == "suse"
-    assert recipes.distro_family({"ID": "nixos"}) == "default"
+    assert recipes.distro_family(OsRelease("ubuntu", ("debian",), None, None)) == "debian"
+    assert recipes.distro_family(OsRelease("rocky", ("rhel", "centos", "fedora"), None, None)) == "rhel"
+    assert recipes.distro_family(OsRelease("opensuse-leap", ("suse", "opensuse"), None, None)) == "suse"
+    assert recipes.distro_family(OsRelease("nixos", (), None, None)) == "default"
     assert recipes.distro_family(None) == "default"

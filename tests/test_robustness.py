@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -41,8 +42,7 @@ def test_hang_respects_a_shorter_timeout(stub_bin):
     proc = run_gpudoctor("check", "--json", "--timeout", "3", "--no-frameworks", env=_env(stub_bin))
     assert time.monotonic() - start < 8
     findings, _ = _findings(proc)
-    assert "did not answer within 3s" in findings["DRV001"]["title"] or \
-        "did not answer within 2s" in findings["DRV001"]["title"]
+    assert re.search(r"did not answer within [23](\.\d)?s$", findings["DRV001"]["title"])
 
 
 @pytest.mark.parametrize("script", [
@@ -52,13 +52,18 @@ def test_hang_respects_a_shorter_timeout(stub_bin):
     "printf ''",                                                  # empty output
 ])
 def test_garbage_nvidia_smi_output_is_a_finding(stub_bin, script):
+    # Output that is not nvidia-smi's is never a GPU; gpudoctor says it cannot tell (the hook: unknown), and
+    # check shows it under "Could not tell" with its fix. An empty or truncated report is a failure of its own.
     stub_bin("nvidia-smi", script)
     proc = run_gpudoctor("check", "--json", "--no-frameworks", env=_env(stub_bin))
     assert "Traceback" not in proc.stderr
     findings, data = _findings(proc)
-    assert findings["DRV001"]["status"] == "fail"
+    drv = findings["DRV001"]
+    assert (drv["status"], drv["cannot_tell"]) == ("skip", True) or drv["status"] == "fail", drv
+    assert not data["machine"]["gpus"]
     assert all(f["status"] != "error" for f in data["findings"]), data["findings"]
-    assert proc.returncode == 1
+    if drv["status"] == "fail":  # (other checks may fail on the host the test runs on: a container, say)
+        assert proc.returncode == 1
 
 
 def test_real_xml_from_a_stub_reads_as_a_working_driver(stub_bin):
@@ -77,7 +82,8 @@ def test_hung_framework_probe_is_bounded(stub_bin, tmp_path):
     proc = run_gpudoctor("check", "--json", "--python", str(fake), "--timeout", "4")
     assert time.monotonic() - start < 10
     _, data = _findings(proc)
-    assert data["machine"]["frameworks"]["torch"]["installed"] is False
+    # A probe that did not answer says nothing about the install: "cannot tell", never "not installed".
+    assert data["machine"]["frameworks"]["torch"]["installed"] is None
     assert "did not finish" in data["machine"]["frameworks"]["torch"]["why"]
 
 
@@ -86,7 +92,8 @@ def test_probe_reports_the_hang_as_a_finding(stub_bin):
     proc = run_gpudoctor("check", "--json", "--python", str(fake), "--timeout", "3")
     findings = [f for f in json.loads(proc.stdout)["findings"] if f["check_id"] == "PRB001"]
     assert {f["subject"] for f in findings} == {"torch", "tensorflow", "jax"}
-    assert all("did not finish within" in f["title"] and f["status"] == "warn" for f in findings)
+    assert all("probe did not answer within" in f["title"] and f["status"] == "warn" for f in findings)
+    assert all("--timeout" in " ".join(f["fix"]["commands"]) for f in findings)
 
 
 def test_a_framework_that_fails_to_import_is_reported_with_its_error(tmp_path):

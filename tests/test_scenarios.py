@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+import os
+
 from gpudoctor.findings import Status
-from tests.scenarios import expected, finding_text, report_for, scenario_dirs
+from tests.scenarios import expected, finding_text, report_for, scenario_dirs, text_report
 
 DIRS = scenario_dirs()
+# GPUDOCTOR_UPDATE_GOLDENS=1 rewrites each scenario's expected.txt from the current output, for a change
+# that means to alter the report; review the diff before committing it.
+UPDATE = os.environ.get("GPUDOCTOR_UPDATE_GOLDENS") == "1"
 
 
 def test_there_are_scenarios():
@@ -29,12 +34,33 @@ def test_scenario(path):
         text = finding_text(report, check_id)
         for needle in needles:
             assert needle in text, f"{check_id}: {needle!r} not in\n{text}"
+    for check_id, needles in exp.get("lacks", {}).items():
+        text = finding_text(report, check_id)
+        for needle in needles:
+            assert needle not in text, f"{check_id}: {needle!r} must not be offered here:\n{text}"
+    if "diagnoses" in exp:
+        got = [{"family": d.family, "cause": d.cause.check_id, "symptoms": [s.check_id for s in d.symptoms]}
+               for d in report.diagnoses]
+        assert got == exp["diagnoses"]
     forbidden = set(exp.get("no_other", [])) | {"error"}
     for check_id, found in statuses.items():
         if check_id not in exp.get("expect", {}):
             assert not (found & forbidden), f"{check_id} unexpectedly {sorted(found & forbidden)}"
+    unpinned = sorted(set(statuses) - set(exp.get("expect", {})))
+    assert not unpinned, f"every check's status must be pinned in expected.json; not pinned: {unpinned}"
     if "exit_code" in exp:
         assert int(report.exit_code()) == exp["exit_code"]
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_scenario_text_golden(path):
+    """The whole report as a person reads it: any change in what is shown is a change to review."""
+    golden = path / "expected.txt"
+    text = text_report(path)
+    if UPDATE:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.is_file(), f"{golden} is missing (GPUDOCTOR_UPDATE_GOLDENS=1 writes it)"
+    assert text == golden.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])

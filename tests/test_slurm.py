@@ -1,11 +1,14 @@
-"""A real single-node Slurm cluster on loopback with gpudoctor as its Prolog.
+"""A real single-node Slurm cluster on loopback with gpudoctor as its Prolog and HealthCheckProgram.
 
 munged, slurmctld and slurmd run from a temporary directory (own munge socket, own ports,
-own state), the Prolog is contrib/slurm/gpudoctor-prolog, and the machine it judges is a
-recorded snapshot replayed through GPUDOCTOR_SNAPSHOT: a healthy machine runs the job, a
-machine whose driver is not loaded gets drained with gpudoctor's reason and the job never
-starts. Every process started here is stopped at the end. Needs root and Debian's
-slurmctld, slurmd, slurm-client and munge packages (CI installs them).
+own state). The Prolog is contrib/slurm/gpudoctor-prolog, the HealthCheckProgram (every
+2 s) contrib/slurm/gpudoctor-healthcheck; each judges a recorded snapshot replayed through
+GPUDOCTOR_SNAPSHOT, through a link of its own. A healthy machine runs the job, a machine
+whose driver is not loaded gets drained with gpudoctor's reason and the job never starts;
+the health check resumes a node gpudoctor drained once it is healthy again, drains it
+again when it breaks, and keeps an administrator's drain reason whatever it finds. Every
+process started here is stopped at the end. Needs root and Debian's slurmctld, slurmd,
+slurm-client and munge packages (CI installs them).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -81,9 +85,11 @@ class Cluster:
         self.procs = []
         self.env = {**os.environ, "SLURM_CONF": str(tmp / "slurm.conf"), "PATH": f"{os.environ['PATH']}:{SBIN}"}
         self.current = tmp / "current-snapshot"   # the Prolog judges whatever this link points at
+        self.hc_current = tmp / "hc-snapshot"     # the health check's; missing at first: "unknown"
         self.prom = tmp / "gpudoctor.prom"
         self.prolog_log = tmp / "prolog.log"
-        self.logs = [tmp / "slurmctld.log", tmp / "slurmd.log", tmp / "munged.log", self.prolog_log]
+        self.hc_log = tmp / "healthcheck.log"
+        self.logs = [tmp / "slurmctld.log", tmp / "slurmd.log", tmp / "munged.log", self.prolog_log, self.hc_log]
 
     # --- set-up ---------------------------------------------------------------------
     def start(self):
@@ -92,9 +98,11 @@ class Cluster:
         (self.tmp / "state").mkdir()
         (self.tmp / "spool").mkdir()
         self._write_prolog()
+        self._write_healthcheck()
         (self.tmp / "hook.toml").write_text(
             f'[hook]\ngpus = 1\nmin_driver = "525.60.13"\nmax_temp = 85\ntimeout = 8\n'
-            f'prometheus = "{self.prom}"\n')
+            # The replayed recordings predate the kernel-log probe: judge them without the Xid checks.
+            f'drain_xid_actions = "none"\nprometheus = "{self.prom}"\n')
         (self.tmp / "slurm.conf").write_text(SLURM_CONF.format(
             tmp=self.tmp, node=self.node, cpus=os.cpu_count() or 1, ctld_port=ctld_port,
             slurmd_port=slurmd_port))
@@ -149,6 +157,25 @@ class Cluster:
         script.chmod(0o755)
         self.prolog_log.touch()
 
+    def _write_healthcheck(self):
+        script = self.tmp / "healthcheck.sh"
+        script.write_text(
+            "#!/bin/sh\n"
+            "# The test's HealthCheckProgram: the shipped wrapper, judging its own replayed snapshot.\n"
+            f"GPUDOCTOR='{sys.executable} -m gpudoctor'\n"
+            f"GPUDOCTOR_SNAPSHOT='{self.hc_current}'\n"
+            f"GPUDOCTOR_HOOK_CONFIG='{self.tmp / 'hc.toml'}'\n"
+            f"SLURM_CONF='{self.tmp / 'slurm.conf'}'\n"
+            f"XDG_CACHE_HOME='{self.tmp / 'cache'}'\n"
+            "export GPUDOCTOR GPUDOCTOR_SNAPSHOT GPUDOCTOR_HOOK_CONFIG SLURM_CONF XDG_CACHE_HOME\n"
+            f"'{ROOT / 'contrib' / 'slurm' / 'gpudoctor-healthcheck'}' 2>> '{self.hc_log}'\n"
+            "rc=$?\n"
+            f"echo \"healthcheck rc=$rc\" >> '{self.hc_log}'\n"
+            "exit $rc\n")
+        script.chmod(0o755)
+        (self.tmp / "hc.toml").write_text('[hook]\ngpus = 1\nmin_driver = "525.60.13"\ntimeout = 8\n')
+        self.hc_log.touch()
+
     def _spawn(self, name, argv, **kw):
         out = open(self.tmp / f"{name}.out", "wb")
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -171,10 +198,22 @@ class Cluster:
         res = self.run("sinfo", "-R", "-h", "-o", "%N|%E", timeout=15)
         return dict(line.split("|", 1) for line in res.stdout.splitlines() if "|" in line)
 
-    def judge(self, snapshot: Path):
-        if self.current.is_symlink() or self.current.exists():
-            self.current.unlink()
-        self.current.symlink_to(snapshot)
+    def judge(self, snapshot: Path, link: Optional[Path] = None):
+        link = link or self.current
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(snapshot)
+
+    def health_checks(self) -> int:
+        return self.hc_log.read_text().count("healthcheck rc=")
+
+    def after_health_checks(self, n: int = 2):
+        """Wait until the HealthCheckProgram has run ``n`` more times from now."""
+        start = self.health_checks()
+        _wait(lambda: self.health_checks() >= start + n, 30, f"{n} more health checks", self.logs)
+
+    def reason(self) -> str:
+        return self.reasons().get(self.node, "")
 
     # --- tear-down ------------------------------------------------------------------
     def stop(self):
@@ -203,7 +242,7 @@ class Cluster:
 
 
 SLURM_CONF = """\
-# A one-node cluster on loopback for gpudoctor's Prolog test.
+# A one-node cluster on loopback for gpudoctor's Prolog and HealthCheckProgram test.
 ClusterName=gpudoctortest
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -232,6 +271,9 @@ SlurmdTimeout=30
 Prolog={tmp}/prolog.sh
 PrologFlags=Alloc
 PrologEpilogTimeout=60
+HealthCheckProgram={tmp}/healthcheck.sh
+HealthCheckInterval=2
+HealthCheckNodeState=ANY
 NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=gpu Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
@@ -271,8 +313,51 @@ def test_failing_node_is_drained_with_gpudoctors_reason_and_the_job_never_starts
     res = cluster.run("srun", "-N1", "-w", cluster.node, "-t", "1", "/usr/bin/touch", str(marker))
     assert res.returncode != 0, res.stdout + res.stderr
     _wait(lambda: cluster.node in cluster.reasons(), 30, "the node to show a drain reason", cluster.logs)
-    assert cluster.reasons()[cluster.node] == "gpudoctor: NVIDIA driver not loaded (nvidia-smi cannot reach it)"
+    assert cluster.reasons()[cluster.node] == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
     assert cluster.node_state() in ("drained", "draining")
     assert not marker.exists()
     assert "rc=1" in cluster.prolog_log.read_text()
     assert "gpudoctor_hook_status 1\n" in cluster.prom.read_text()
+
+
+# --- HealthCheckProgram, beside the Prolog (the node is drained by the Prolog test above) -------------
+
+def test_health_check_resumes_a_node_gpudoctor_drained_once_it_is_healthy(cluster):
+    if not cluster.reason().startswith("gpudoctor: "):  # run alone: let the health check drain it first
+        cluster.judge(BROKEN, cluster.hc_current)
+        _wait(lambda: cluster.reason().startswith("gpudoctor: "), 30, "gpudoctor's drain", cluster.logs)
+    cluster.judge(HEALTHY, cluster.hc_current)
+    _wait(lambda: cluster.node_state() == "idle", 30, "the health check to resume the node", cluster.logs)
+    assert cluster.reason() == ""
+    assert "resumed " in cluster.hc_log.read_text()
+    cluster.judge(HEALTHY)  # the Prolog's machine is repaired too
+    res = cluster.run("srun", "-N1", "-w", cluster.node, "-t", "1", "/bin/echo", "ran-after-resume")
+    assert res.returncode == 0 and res.stdout.strip() == "ran-after-resume", res.stderr
+
+
+def test_health_check_drains_with_gpudoctors_reason(cluster):
+    cluster.judge(BROKEN, cluster.hc_current)
+    _wait(lambda: cluster.reason() != "", 30, "the health check to drain the node", cluster.logs)
+    assert cluster.reason() == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
+    assert cluster.node_state() in ("drained", "draining")
+    cluster.after_health_checks(2)  # found broken again: the reason stays, nothing is re-set
+    assert cluster.reason() == "gpudoctor: nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"
+    cluster.judge(HEALTHY, cluster.hc_current)
+    _wait(lambda: cluster.node_state() == "idle", 30, "the node to be resumed", cluster.logs)
+
+
+def test_health_check_keeps_an_administrators_drain_reason(cluster):
+    admin = "admin: bad DIMM in slot 3, ticket 4711"
+    cluster.judge(HEALTHY, cluster.hc_current)
+    res = cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=drain", f"reason={admin}")
+    assert res.returncode == 0, res.stderr
+    try:
+        cluster.after_health_checks(2)  # healthy: still not resumed, it was not gpudoctor's drain
+        assert (cluster.node_state(), cluster.reason()) == ("drained", admin)
+        cluster.judge(BROKEN, cluster.hc_current)
+        cluster.after_health_checks(2)  # broken: the administrator's reason is kept
+        assert (cluster.node_state(), cluster.reason()) == ("drained", admin)
+        assert f"already drain for another reason, kept: {admin}" in cluster.hc_log.read_text()
+    finally:
+        cluster.judge(HEALTHY, cluster.hc_current)
+        cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")

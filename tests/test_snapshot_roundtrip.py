@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.report import build_report
-from gpudoctor.snapshot import load
+from gpudoctor.snapshot_folder import load
 from tests.scenarios import scenario_dirs
 
 DIRS = scenario_dirs()

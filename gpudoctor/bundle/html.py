@@ -1,15 +1,17 @@
 """report.html: the report as one self-contained page that opens straight from the archive.
 
 No network, ever: inline CSS only, no scripts, images, fonts or external style sheets,
-and a Content-Security-Policy that forbids loading anything. Findings come first (the
-same glyphs and colours as the terminal report, fix commands in <pre>), then the GPU
-table, the CUDA_VISIBLE_DEVICES mapping and the framework builds.
+and a Content-Security-Policy that forbids loading anything. The diagnoses come first, most
+serious first (the same glyphs and colours as the terminal report; each fix's alternatives
+in their own blocks, commands without a prompt so they copy as they are), then the checks
+that passed (collapsed), the GPU table, the CUDA_VISIBLE_DEVICES mapping and the framework
+builds. Everything shown comes from the report; this module decides nothing.
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
-from types import SimpleNamespace
 from typing import Dict, Iterable, List, Optional
 
 from gpudoctor.findings import Status
@@ -41,7 +43,7 @@ code{font-family:ui-monospace,monospace;font-size:13px} details{margin:10px 0}
 
 
 def render(report: Dict, notice: Optional[str] = None) -> str:
-    """The page for ``report`` (a ``gpudoctor.report/1`` dict); ``notice`` says what was redacted."""
+    """The page for ``report`` (a ``gpudoctor.report/2`` dict); ``notice`` says what was redacted."""
     m = report.get("machine") or {}
     host = m.get("hostname") or "unknown host"
     meta = report.get("snapshot") or {}
@@ -51,9 +53,10 @@ def render(report: Dict, notice: Optional[str] = None) -> str:
     if notice:
         body.append(f'<p class="note">{escape(notice)}</p>')
     body.append(_badges(report.get("summary") or {}))
+    body += _diagnoses(report.get("diagnoses") or [], report.get("findings") or [])
     body += _findings(report.get("findings") or [])
     body += _gpus(m.get("gpus") or [], m.get("no_gpu_reason"))
-    body += _visible(m.get("env") or {}, m.get("gpus") or [])
+    body += _visible(m.get("env") or {}, report.get("devices"))
     body += _frameworks(m.get("frameworks") or {})
     body += _machine(m)
     for p in report.get("plugin_problems") or []:
@@ -70,7 +73,9 @@ def _glyph(status: str) -> str:
 
 
 def _badges(summary: Dict[str, int]) -> str:
-    parts = []
+    n = summary.get("diagnoses", 0)
+    parts = [f'<span style="background:{COLOURS["fail"] if n else COLOURS["ok"]}">'
+             f'{n} problem{"s" if n != 1 else ""}</span>']
     for s in ("fail", "error", "warn", "ok", "skip"):
         n = summary.get(s, 0)
         if not n and s in ("error", "skip"):
@@ -81,16 +86,69 @@ def _badges(summary: Dict[str, int]) -> str:
     return f'<div class="badges">{"".join(parts)}</div>'
 
 
-def _findings(findings: List[Dict]) -> List[str]:
-    out = ["<h2>Findings</h2>"]
-    shown = [f for f in findings if f["status"] != "skip"]
-    skipped = [f for f in findings if f["status"] == "skip"]
-    out += [_finding(f) for f in shown] or ['<p class="note">No check ran.</p>']
-    if skipped:
-        out.append(f"<details><summary>{len(skipped)} skipped check(s) and why</summary>")
-        out += [_finding(f) for f in skipped]
-        out.append("</details>")
+def _diagnoses(diagnoses: List[Dict], findings: List[Dict]) -> List[str]:
+    out = ["<h2>Problems, most serious first</h2>"]
+    if not diagnoses:
+        return out + ['<p class="note">No problem found.</p>']
+    by_ref = {(f["check_id"], f["title"]): f for f in findings}
+    for n, d in enumerate(diagnoses, 1):
+        cause = by_ref.get((d["cause"]["check_id"], d["cause"]["title"]), {})
+        subject = f' <span class="subject">[{escape(d["subject"])}]</span>' if d.get("subject") else ""
+        parts = [f'<article class="finding {d["status"]}" style="--c:{COLOURS[d["status"]]}">',
+                 f'<h3>{_glyph(d["status"])} {n}. {escape(d["title"])}{subject}</h3>',
+                 f'<p class="note">{escape(d.get("family_title") or d["family"])} ({escape(d["family"])}), '
+                 f'found by <span class="id">{escape(d["cause"]["check_id"])}</span></p>']
+        if cause.get("detail"):
+            parts.append(f'<p class="detail">{escape(cause["detail"])}</p>')
+        parts.append(_evidence(cause.get("evidence") or []))
+        if d.get("symptoms"):
+            items = "".join(f'<li>{_glyph(s["status"])} <span class="id">{escape(s["check_id"])}</span> '
+                            f'{escape(s["title"])}</li>' for s in d["symptoms"])
+            parts.append(f'<p class="note">This also explains:</p><ul class="evidence">{items}</ul>')
+        if d.get("fix"):
+            parts.append(_fix(d["fix"]))
+        parts.append("</article>")
+        out.append("\n".join(p for p in parts if p))
     return out
+
+
+def _findings(findings: List[Dict]) -> List[str]:
+    """The checks not already shown under a diagnosis: errors open, passes and skips collapsed."""
+    out = []
+    unknown = [f for f in findings if f["status"] == "skip" and f.get("cannot_tell") and f.get("fix")]
+    if unknown:
+        out += ["<h2>Could not tell</h2>"] + [_finding(f) + _fix(f["fix"]) for f in unknown]
+    errors = [f for f in findings if f["status"] == "error"]
+    if errors:
+        out += ["<h2>Checks that crashed</h2>"] + [_finding(f) for f in errors]
+    for status, label in (("ok", "passed"), ("skip", "skipped, and why")):
+        group = [f for f in findings if f["status"] == status]
+        if group:
+            out.append(f"<details><summary>{len(group)} check(s) {label}</summary>")
+            out += [_finding(f) for f in group]
+            out.append("</details>")
+    return out or ['<p class="note">No check ran.</p>']
+
+
+def _evidence(evidence: List[Dict]) -> str:
+    if not evidence:
+        return ""
+    items = "".join(f'<li><code>{escape(e["source"])}</code>'
+                    + (f'<pre>{escape(e["excerpt"].strip())}</pre>' if (e.get("excerpt") or "").strip() else "")
+                    + "</li>" for e in evidence)
+    return f'<ul class="evidence">{items}</ul>'
+
+
+def fix_blocks(commands: List[str]) -> List[tuple]:
+    """(caption, commands) blocks: a "# way N: ..." or "# or ..." comment starts a new alternative, so
+    each can be copied on its own; other comments stay in their block (harmless when pasted)."""
+    blocks: List[tuple] = [("", [])]
+    for cmd in commands:
+        if re.match(r"#\s*(way \d+\b|or\b)", cmd, re.IGNORECASE):
+            blocks.append((cmd.lstrip("# ").strip(), []))
+        else:
+            blocks[-1][1].append(cmd)
+    return [b for b in blocks if b[0] or b[1]]
 
 
 def _finding(f: Dict) -> str:
@@ -101,12 +159,7 @@ def _finding(f: Dict) -> str:
     if f.get("detail"):
         parts.append(f'<p class="detail">{escape(f["detail"])}</p>')
     if f.get("evidence"):
-        items = "".join(f'<li><code>{escape(e["source"])}</code>'
-                        + (f'<pre>{escape(e["excerpt"].strip())}</pre>' if (e.get("excerpt") or "").strip() else "")
-                        + "</li>" for e in f["evidence"])
-        parts.append(f'<ul class="evidence">{items}</ul>')
-    if f.get("fix") and f["status"] != "ok":
-        parts.append(_fix(f["fix"]))
+        parts.append(_evidence(f["evidence"]))
     if f.get("traceback"):
         parts.append(f'<details><summary>traceback</summary><pre>{escape(f["traceback"])}</pre></details>')
     parts.append("</article>")
@@ -117,10 +170,11 @@ def _fix(fix: Dict) -> str:
     flags = "".join(f'<span class="flag">{t}</span>' for t, on in (("needs root", fix.get("needs_root")),
                                                                     ("needs a reboot", fix.get("needs_reboot"))) if on)
     html = [f'<div class="fix"><b>Fix:</b> {escape(fix.get("summary") or "")}{flags}']
-    cmds = fix.get("commands") or []
-    if cmds:
-        lines = [c if c.startswith("#") else f"$ {c}" for c in cmds]
-        html.append(f"<pre>{escape(chr(10).join(lines))}</pre>")
+    for caption, cmds in fix_blocks(list(fix.get("commands") or [])):
+        if caption:
+            html.append(f'<div class="note"><b>{escape(caption)}</b></div>')
+        if cmds:
+            html.append(f"<pre>{escape(chr(10).join(cmds))}</pre>")
     for link in fix.get("links") or []:
         html.append(f'<div class="note">see <a href="{escape(link)}" rel="noreferrer">{escape(link)}</a></div>')
     html.append("</div>")
@@ -148,33 +202,40 @@ def _gpus(gpus: List[Dict], why_none: Optional[str]) -> List[str]:
     return out + [_table(("#", "name", "UUID", "PCI bus", "memory", "compute capability", "MIG"), rows)]
 
 
-def _visible(env: Dict[str, str], gpus: List[Dict]) -> List[str]:
+def _visible(env: Dict[str, str], devices: Optional[Dict]) -> List[str]:
     out = ["<h2>CUDA_VISIBLE_DEVICES</h2>"]
     names = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
     out.append(_table(("variable", "value"), [(n, env[n] if n in env else "(not set)") for n in names]))
-    try:
-        from gpudoctor import visible_devices as vd
-    except ImportError:
+    if not devices:
         return out
-    objs = [SimpleNamespace(**{**g, "mig_devices": [SimpleNamespace(**d) for d in g.get("mig_devices") or []]})
-            for g in gpus]
-    mapping = vd.resolve(vd.parse(env.get("CUDA_VISIBLE_DEVICES")), objs, env.get("CUDA_DEVICE_ORDER"))
-    rows = [(v.cuda_index, v.entry or "(all)", v.gpu.index, v.gpu.name,
-             getattr(v.mig, "uuid", None) or v.gpu.uuid) for v in mapping.visible]
-    if gpus:
-        out.append(_table(("CUDA index", "selected by", "nvidia-smi GPU", "name", "UUID"), rows))
-        if not mapping.order_known:
-            out.append('<p class="note">These GPUs differ in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID: '
-                       "CUDA numbers the fastest first, which may differ from nvidia-smi's order.</p>")
-    out += [f'<p class="note">{escape(p.message)}</p>' for p in mapping.problems]
+    rows = [(v["cuda_index"], v["entry"] or "(all)", v["gpu_index"], v["name"], v["mig_uuid"] or v["uuid"])
+            for v in devices["visible"]]
+    out.append(_table(("CUDA index", "selected by", "nvidia-smi GPU", "name", "UUID"), rows))
+    note = ORDER_NOTES.get(devices.get("order_source"))
+    if note:
+        out.append(f'<p class="note">{escape(note)}</p>')
+    out += [f'<p class="note">{escape(p["message"])}</p>' for p in devices.get("problems") or []]
     return out
+
+
+# Why the CUDA order shown above may not be certain (visible_devices.cuda_order).
+ORDER_NOTES = {
+    "compute_capability": "These GPUs differ in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers the "
+                          "fastest first; gpudoctor ranked them by compute capability. Set "
+                          "CUDA_DEVICE_ORDER=PCI_BUS_ID to make the order certain.",
+    "unknown": "These GPUs differ in model but share a compute capability and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
+               "which one CUDA numbers first cannot be told from what was recorded. Set "
+               "CUDA_DEVICE_ORDER=PCI_BUS_ID to make the order certain.",
+}
 
 
 def _frameworks(fws: Dict[str, Dict]) -> List[str]:
     rows = []
     for name, fw in fws.items():
         if not fw.get("installed"):
-            rows.append((name, None, None, fw.get("why") or "not installed"))
+            unknown = fw.get("installed") is None
+            rows.append((name, None, None, (f"cannot tell: {fw.get('why')}" if unknown else fw.get("why"))
+                         or "not installed"))
             continue
         cuda = fw.get("cuda") or ("CPU-only build" if name in ("torch", "tensorflow") else None)
         state = fw.get("import_error") and f"import fails: {fw['import_error']}"

@@ -12,13 +12,12 @@ import os
 import pwd
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from gpudoctor import liveread
+from gpudoctor import liveread, staging
 from gpudoctor.bundle import collect, html, manifest
 from gpudoctor.bundle.anonymize import Anonymizer
 from gpudoctor.bundle.members import extra_members
@@ -26,7 +25,8 @@ from gpudoctor.bundle.redact import SecretRedactor, secret_env
 from gpudoctor.bundle.sanitize import Sanitizer, snapshot_texts
 from gpudoctor.bundle.write import AtomicFile, Cleanup, Member, write_archive
 from gpudoctor.runner import CommandResult
-from gpudoctor.snapshot import Snapshot, load
+from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot_folder import load
 
 Note = Callable[[str, str], None]
 
@@ -111,7 +111,8 @@ def build(opts: Options, out: AtomicFile, cleanup: Cleanup, note: Note = lambda 
     pkg_env = collect.package_env(environ)
     s.learn(list(snapshot_texts(snap)) + [r.stdout + r.stderr + " ".join(r.argv) for r in extras.values()]
             + list(pkg_env.values()) + list(opts.command_line))
-    stage = tempfile.mkdtemp(prefix="gpudoctor-bundle-stage-")
+    staging.sweep()  # stage folders of bundle runs that were killed
+    stage = staging.private_dir("stage")
     cleanup.dirs.append(stage)
     s.snapshot(snap).save(os.path.join(stage, "snapshot"))
     replay = load(os.path.join(stage, "snapshot"))
@@ -125,6 +126,7 @@ def build(opts: Options, out: AtomicFile, cleanup: Cleanup, note: Note = lambda 
     note("sanitising", "done")
     top = os.path.basename(out.target)
     top = top[:-len(".tar.gz")] if top.endswith(".tar.gz") else top.rsplit(".", 1)[0] or "gpudoctor-bundle"
+    top = s.text(top).replace("/", "_")  # the archive's top folder is named after the file: it is data too
     size = write_archive(out, top, members)
     summary = json.loads(next(d for n, d in members if n == "report.json")).get("summary", {})
     return Result(out.target, size, [n for n, _ in members], s.counts(), summary, s.anonymize,

@@ -1,74 +1,66 @@
-"""Read a bundle safely: validate every member ourselves, unpack into a private temp folder.
+"""Read a bundle safely: unpack it into a private temp folder, check it, load its snapshot.
 
-A bundle comes from someone else's machine, so it is untrusted input. Members with
-absolute paths or ``..``, links, devices and FIFOs are refused, as are members or a
-total over the size limits and a compression ratio only a tar bomb has. Nothing relies
-on ``tarfile``'s extraction filters (they differ across Python 3.9-3.12): members are
-read from the stream and written by this module, with ``O_EXCL | O_NOFOLLOW``, below a
-``mkdtemp`` folder (mode 0700) that is removed before returning.
+A bundle comes from someone else's machine, so it is untrusted input: ``unpack``
+validates every member, the manifest is checked against the hashes taken while
+unpacking (its names are never opened as paths), and the snapshot inside is loaded as
+the untrusted folder it is. The unpack folder (mode 0700, named after this process,
+see :mod:`gpudoctor.staging`) is removed before returning, on SIGTERM too; one left by
+a killed replay is removed by the next.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import json
 import os
-import re
-import shutil
-import tarfile
-import tempfile
-import zlib
-from dataclasses import dataclass
+import signal
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import Dict, Iterator, List, Tuple
 
-from gpudoctor.snapshot import Snapshot, SnapshotError, load
+from gpudoctor import staging
+from gpudoctor.bundle.unpack import Limits, unpack  # noqa: F401  (Limits: part of this module's interface)
+from gpudoctor.snapshot import Snapshot, SnapshotError
+from gpudoctor.snapshot_folder import load
 
 MANIFEST = "manifest.json"
-
-
-@dataclass(frozen=True)
-class Limits:
-    member_bytes: int = 64 * 1024 * 1024
-    total_bytes: int = 512 * 1024 * 1024
-    members: int = 20000
-    ratio: float = 200.0            # unpacked / compressed bytes
-    ratio_after: int = 8 * 1024 * 1024  # small archives of text compress well; judge the ratio past this
-
-
-class Refused(Exception):
-    pass
-
-
-class _Counting:
-    """A read-only file wrapper that counts the compressed bytes read (for the ratio guard)."""
-
-    def __init__(self, raw: BinaryIO):
-        self.raw, self.count = raw, 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        self.count += len(data)
-        return data
 
 
 def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
     """The snapshot inside a bundle written by ``gpudoctor bundle``; SnapshotError says why not."""
     _check_file(path)
-    tmp = tempfile.mkdtemp(prefix="gpudoctor-bundle-")  # mode 0700
-    try:
-        _unpack(path, tmp, limits)
-        root = _root(path, tmp)
-        _verify(path, root)
+    staging.sweep()  # unpack folders of replays that were killed (SIGKILL, the hook's watchdog)
+    with _removed_on_sigterm():
+        tmp = staging.private_dir("unpack")  # mode 0700
         try:
-            snap = load(str(root / "snapshot"))
-        except SnapshotError as exc:
-            raise SnapshotError(str(exc).replace(str(root), path)) from None
-        snap.source = path
-        return snap
+            hashes = unpack(path, tmp, limits)
+            root = _root(path, tmp)
+            _verify(path, root, tmp, hashes)
+            try:
+                snap = load(str(root / "snapshot"))
+            except SnapshotError as exc:
+                raise SnapshotError(str(exc).replace(str(root), path)) from None
+        finally:
+            staging.remove(tmp)
+    snap.source = path
+    return snap
+
+
+@contextmanager
+def _removed_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a scheduler, `timeout`) ends the replay through the ``finally`` that removes the unpack folder."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_file(path: str) -> None:
@@ -84,92 +76,6 @@ def _check_file(path: str) -> None:
                             "or a file written by `gpudoctor bundle`")
 
 
-def _unpack(path: str, dest: str, limits: Limits) -> None:
-    try:
-        with open(path, "rb") as raw:
-            counting = _Counting(raw)
-            with gzip.GzipFile(fileobj=counting, mode="rb") as gz, tarfile.open(fileobj=gz, mode="r|") as tar:
-                total, seen = 0, set()
-                for n, member in enumerate(tar, 1):
-                    try:
-                        rel = _validate(member, limits)
-                        if n > limits.members:
-                            raise Refused(f"more than {limits.members} members")
-                        if rel is None or member.isdir():
-                            continue
-                        if rel in seen:
-                            raise Refused("it appears twice")
-                        seen.add(rel)
-                        total += member.size
-                        if total > limits.total_bytes:
-                            raise Refused(f"the bundle unpacks to over {limits.total_bytes} bytes")
-                        _extract(tar, member, dest, rel)
-                        if total > limits.ratio_after and total > limits.ratio * max(counting.count, 1):
-                            raise Refused(f"compression ratio over {limits.ratio:.0f}:1 (a tar bomb?)")
-                    except Refused as exc:
-                        raise SnapshotError(f"{path}: refusing member {member.name!r}: {exc}") from None
-    except SnapshotError:
-        raise
-    except (EOFError, zlib.error) as exc:
-        raise SnapshotError(f"{path}: truncated or corrupt bundle ({_why(exc)})") from None
-    except gzip.BadGzipFile as exc:
-        raise SnapshotError(f"{path}: corrupt gzip data ({_why(exc)})") from None
-    except tarfile.TarError as exc:
-        raise SnapshotError(f"{path}: not a readable tar archive inside the gzip ({_why(exc)})") from None
-    except OSError as exc:
-        raise SnapshotError(f"{path}: cannot unpack ({exc.strerror or exc})") from None
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text[0].lower() + text[1:]
-
-
-def _validate(member: tarfile.TarInfo, limits: Limits) -> Optional[str]:
-    """The member's safe relative path (None for the root entry "."), or Refused with the reason."""
-    name = member.name
-    if "\x00" in name or "\\" in name:
-        raise Refused("unsafe characters in its path")
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise Refused("absolute path")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise Refused("path escapes the bundle")
-    kinds = ((member.issym(), "it is a symbolic link"), (member.islnk(), "it is a hard link"),
-             (member.ischr() or member.isblk(), "it is a device"), (member.isfifo(), "it is a FIFO"),
-             (member.issparse(), "it is a sparse file"))
-    for hit, why in kinds:
-        if hit:
-            raise Refused(why)
-    if not (member.isreg() or member.isdir()):
-        raise Refused("it is not a regular file")
-    if member.size > limits.member_bytes:
-        raise Refused(f"{member.size} bytes, over the {limits.member_bytes}-byte limit per member")
-    return "/".join(parts) or None
-
-
-def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: str, rel: str) -> None:
-    target = os.path.join(dest, *rel.split("/"))
-    if os.path.commonpath([os.path.realpath(os.path.dirname(target)), os.path.realpath(dest)]) != \
-            os.path.realpath(dest):
-        raise Refused("path escapes the bundle")
-    src = tar.extractfile(member)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        fd = os.open(target, flags, 0o600)
-    except (FileExistsError, IsADirectoryError, NotADirectoryError):
-        raise Refused("it clashes with another member's path") from None
-    with os.fdopen(fd, "wb") as out:
-        left = member.size
-        while left > 0:
-            chunk = src.read(min(left, 1024 * 1024))
-            if not chunk:
-                raise EOFError("member data ends early")
-            out.write(chunk)
-            left -= len(chunk)
-
-
 def _root(path: str, tmp: str) -> Path:
     """The folder holding snapshot/ (the archive's top folder, or the archive root)."""
     base = Path(tmp)
@@ -181,21 +87,43 @@ def _root(path: str, tmp: str) -> Path:
     raise SnapshotError(f"{path}: no snapshot/snapshot.json inside; not a gpudoctor bundle")
 
 
-def _verify(path: str, root: Path) -> None:
-    """Members listed in manifest.json must match their sha256: a damaged bundle is not replayed."""
-    manifest = root / MANIFEST
-    if not manifest.is_file():
+def _verify(path: str, root: Path, tmp: str, hashes: Dict[str, str]) -> None:
+    """Members listed in manifest.json must match their sha256: a damaged bundle is not replayed.
+
+    A listed name is looked up among the members just extracted, by their hash taken while
+    extracting: never joined to a path and opened ("/etc/passwd" or "/proc/kmsg" in a
+    manifest would otherwise be read from this machine).
+    """
+    top = os.path.relpath(root, tmp)
+    prefix = "" if top == "." else top + "/"
+    if prefix + MANIFEST not in hashes:
         return
-    try:
-        members = json.loads(manifest.read_text(encoding="utf-8")).get("members") or []
-    except (ValueError, UnicodeDecodeError, AttributeError):
-        raise SnapshotError(f"{path}: manifest.json is not valid JSON") from None
-    for m in members:
-        name, want = str(m.get("name", "")), m.get("sha256")
-        target = root / name
-        if not name or ".." in name.split("/") or not target.is_file():
+    for name, want in _manifest_rows(path, root / MANIFEST):
+        got = hashes.get(prefix + name) if _plain_name(name) else None
+        if got is None:
             raise SnapshotError(f"{path}: manifest.json lists {name!r}, which the bundle lacks")
-        if hashlib.sha256(target.read_bytes()).hexdigest() != want:
+        if got != want:
             raise SnapshotError(f"{path}: member {name!r} does not match its sha256 in manifest.json "
                                 "(the bundle was changed or damaged)")
 
+
+def _plain_name(name: str) -> bool:
+    parts = name.split("/")
+    return bool(name) and "\x00" not in name and not name.startswith("/") and \
+        all(p not in ("", ".", "..") for p in parts)
+
+
+def _manifest_rows(path: str, manifest: Path) -> List[Tuple[str, object]]:
+    """(name, sha256) of each member manifest.json lists; SnapshotError for a damaged manifest."""
+    bad = SnapshotError(f"{path}: manifest.json is not valid JSON")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError, OSError):
+        raise bad from None
+    members = data.get("members") if isinstance(data, dict) else None
+    if members is None:
+        return []
+    if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
+        raise SnapshotError(f"{path}: manifest.json is damaged ('members' should be a list of objects)")
+    return [(m.get("name") if isinstance(m.get("name"), str) else repr(m.get("name")), m.get("sha256"))
+            for m in members]

@@ -1,12 +1,19 @@
 """Secrets never leave the machine: redaction applied to every member of a bundle.
 
-Three kinds of secret are removed wherever they appear (command output, files, reports,
-the manifest): the values of environment variables whose names look secret
-(``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD`` ...), known token formats
-(``data/secret_formats.json``: ``hf_...``, ``ghp_...``, ``AKIA...``, PEM private keys ...)
-and credentials inside URLs (``https://user:password@pypi.corp/simple`` from pip's
-index URL). A replacement names what was there, never its value:
-``<redacted:huggingface-token>``.
+Four kinds of secret are removed wherever they appear (command output, files, reports,
+the manifest), in this order:
+
+1. the values of environment variables whose names are secret (``HF_TOKEN``,
+   ``DB_PASSWORD``; see :mod:`secret_names`), as literals, also JSON-escaped and
+   percent-encoded;
+2. known token formats (``data/secret_formats.json``: ``hf_...``, ``AKIA...``, private
+   key blocks ... each row with its source);
+3. secrets known by their context (:mod:`secret_context`): URL and proxy credentials,
+   secret query parameters, ``name=value`` where the name is secret;
+4. ``--hide`` words.
+
+A replacement names what was there, never its value: ``<redacted:huggingface-token>``.
+Every pattern runs in time linear in the text (see the data file's description).
 """
 
 from __future__ import annotations
@@ -15,51 +22,48 @@ import json
 import re
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Pattern, Tuple
+from urllib.parse import quote
 
-_DATA = Path(__file__).with_name("data") / "secret_formats.json"
-MARK = "<redacted"
-# Values shorter than this are too common ("1", "true", "ubuntu") to hunt for as literals.
-MIN_LITERAL = 8
-_NOT_SECRET_NAMES = {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SESSION_MANAGER",
-                     "DESKTOP_SESSION", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
-                     "XDG_SESSION_ID"}
-_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@'\"<>]+)@")
-# KEY=value / "key": "value" where the key names a secret; the value ends at a blank or a quote.
-_ASSIGNMENT = re.compile(
-    r"(?i)\b([A-Z0-9_.-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?"
-    r"|AUTH_?TOKEN|COOKIE|SESSION_?ID)(?:_[A-Z0-9_]*)?)(['\"]?\s*(?:=(?!=)|:)\s*['\"]?)([^\s'\"<>,;]{4,})")
+from gpudoctor.bundle import secret_context
+from gpudoctor.bundle.secret_names import (JUDGE, formats, is_secret_name, is_secret_parameter,
+                                           is_secret_variable, secret_env, token_like)
+
+# The names' rules live in secret_names; callers import them from here, with the redactor.
+__all__ = ["SecretRedactor", "redact_url", "token_patterns", "is_secret_name", "is_secret_parameter",
+           "is_secret_variable", "secret_env", "token_like", "MARK"]
+
+MARK = secret_context.MARK
+# Values hunted as literals need this many characters; shorter ones ("1", "on") would wreck the bundle.
+MIN_LITERAL = 3
+# Below this a literal must stand alone ("/opt/abc1234/lib"), not inside a longer word.
+MIN_SUBSTRING = 8
+_TRIVIAL = {"true", "false", "yes", "no", "on", "off", "none", "null", "nil", "0", "1", "-1", "enabled", "disabled"}
+_LITERAL_FIRST = re.compile(r"[A-Za-z0-9_:/<%-]|\\[.]")
 
 
 @lru_cache(maxsize=1)
-def _formats() -> dict:
-    return json.loads(_DATA.read_text(encoding="utf-8"))
+def token_patterns() -> List[Tuple[str, Pattern, Tuple[str, ...]]]:
+    """(format id, compiled pattern, gate) for every known token format, in the data file's order.
 
-
-def token_patterns() -> List[Tuple[str, Pattern]]:
-    """(format id, compiled pattern) for every known token format."""
+    A pattern that starts with a literal is found by re's fast prefix search, as fast as a
+    keyword test: it runs ungated (gate ``()``). Any other runs only on text holding one of
+    its keywords; one without keywords always runs.
+    """
     out = []
-    for row in _formats()["formats"]:
+    for row in formats()["formats"]:
         flags = re.DOTALL if "DOTALL" in row.get("flags", "") else 0
-        out.append((row["id"], re.compile(row["pattern"], flags)))
+        gate = () if _LITERAL_FIRST.match(row["pattern"]) else tuple(row.get("keywords") or ())
+        out.append((row["id"], re.compile(row["pattern"], flags), gate))
     return out
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name says its value is a secret."""
-    upper = name.upper()
-    if upper in _NOT_SECRET_NAMES:
-        return False
-    words = _formats()["secret_env_words"]
-    if set(upper.split("_")) & set(words["words"]):
-        return True
-    return any(s in upper for s in words["substrings"])
-
-
-def secret_env(environ: Mapping[str, str]) -> Dict[str, str]:
-    """The environment variables whose names look secret, with their values."""
-    return {k: v for k, v in environ.items() if is_secret_name(k)}
+def _variants(value: str) -> set:
+    """How a value shows up in text: as is, trimmed, JSON-escaped, percent-encoded (in a URL)."""
+    out = set()
+    for v in {value, value.strip()}:
+        out |= {v, json.dumps(v)[1:-1], quote(v, safe=""), quote(v, safe="/:")}
+    return {v for v in out if len(v) >= MIN_LITERAL and v.lower() not in _TRIVIAL and not (v.isdigit() and len(v) < 6)}
 
 
 class SecretRedactor:
@@ -73,27 +77,45 @@ class SecretRedactor:
         alts = "|".join(re.escape(w) for w in sorted(self._hide, key=len, reverse=True))
         self._hide_re = re.compile(rf"(?i)(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9])") if self._hide else None
         literals: Dict[str, str] = {}
-        for name, value in dict(secret_values).items():
-            for v in {value, value.strip()}:
-                if len(v) >= MIN_LITERAL and not v.isdigit() and v.lower() not in ("true", "false"):
-                    literals[v] = name
-        self._literals = literals
-        self._literal_re = (re.compile("|".join(re.escape(v) for v in sorted(literals, key=len, reverse=True)))
-                            if literals else None)
+        for name, value in secret_env(dict(secret_values)).items():
+            for v in _variants(value):
+                literals.setdefault(v, name)
+        # Longest first, so that a value is never half-replaced by a shorter one inside it.
+        self._literals = sorted(literals.items(), key=lambda kv: -len(kv[0]))
         self._tokens = token_patterns()
 
     def text(self, s: str) -> str:
         if not s:
             return s
-        if self._literal_re is not None:
-            s = self._literal_re.sub(self._literal, s)
-        for kind, pattern in self._tokens:
-            s = pattern.sub(lambda m, k=kind: self._mark(k), s)
-        s = _URL_USERINFO.sub(self._url, s)
-        s = _ASSIGNMENT.sub(self._assignment, s)
+        s = self._literal_values(s)
+        lower = s.lower() if any(gate for _, _, gate in self._tokens) else s
+        for kind, pattern, gate in self._tokens:
+            if not gate or any(k in lower for k in gate):
+                s = pattern.sub(lambda m, k=kind: self._replace(m, k), s)
+        s = secret_context.redact(s, self._mark, JUDGE)
         if self._hide_re is not None:
             s = self._hide_re.sub(self._hidden, s)
         return s
+
+    def _literal_values(self, s: str) -> str:
+        for value, name in self._literals:
+            if value not in s:
+                continue
+            kind = f"env:{name}"
+            if len(value) >= MIN_SUBSTRING:
+                self.counts[kind] += s.count(value)
+                s = s.replace(value, f"{MARK}:{kind}>")
+            else:
+                s = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", lambda m, k=kind: self._mark(k), s)
+        return s
+
+    def _replace(self, m: re.Match, kind: str) -> str:
+        if "s" not in m.re.groupindex:
+            return self._mark(kind)
+        start, end = m.span("s")
+        if start < 0 or m.group("s").startswith(MARK):
+            return m.group(0)
+        return m.string[m.start():start] + self._mark(kind) + m.string[end:m.end()]
 
     def _hidden(self, m: re.Match) -> str:
         self.counts["hidden"] += 1
@@ -103,21 +125,7 @@ class SecretRedactor:
         self.counts[kind] += 1
         return f"{MARK}:{kind}>"
 
-    def _literal(self, m: re.Match) -> str:
-        return self._mark(f"env:{self._literals[m.group(0)]}")
-
-    def _url(self, m: re.Match) -> str:
-        if m.group(2).startswith(MARK):
-            return m.group(0)
-        return f"{m.group(1)}{self._mark('url-credentials')}@"
-
-    def _assignment(self, m: re.Match) -> str:
-        if m.group(3).startswith(MARK):
-            return m.group(0)
-        return f"{m.group(1)}{m.group(2)}{self._mark('secret-assignment')}"
-
 
 def redact_url(value: str) -> str:
     """A URL with any user:password@ removed (for recording pip's index URLs)."""
-    return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MARK}:url-credentials>@", value)
-
+    return secret_context.url_credentials(value, lambda kind: f"{MARK}:{kind}>")

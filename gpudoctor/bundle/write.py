@@ -11,7 +11,6 @@ import gzip
 import hashlib
 import io
 import os
-import shutil
 import signal
 import sys
 import tarfile
@@ -20,6 +19,8 @@ import threading
 import time
 from contextlib import contextmanager
 from typing import BinaryIO, Callable, Iterator, List, Optional, Sequence, Tuple
+
+from gpudoctor import staging
 
 Member = Tuple[str, bytes]  # (name inside the bundle, content)
 
@@ -34,8 +35,9 @@ class AtomicFile:
     def __init__(self, target: str):
         self.target = os.path.abspath(target)
         folder = os.path.dirname(self.target)
+        staging.sweep(folder)  # .part files of bundle runs that were killed (SIGKILL skips every cleanup)
         try:
-            fd, self.temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".part", dir=folder)
+            fd, self.temp = tempfile.mkstemp(prefix=staging.part_name(self.target), suffix=".part", dir=folder)
         except OSError as exc:
             raise BundleWriteError(f"{target}: cannot write here ({exc.strerror or exc})") from None
         os.close(fd)  # mode 0600: a bundle describes a private machine
@@ -112,7 +114,7 @@ class Cleanup:
 
     def run_dirs(self) -> None:
         for path in self.dirs:
-            shutil.rmtree(path, ignore_errors=True)
+            staging.remove(path)
 
 
 def kill_children(rounds: int = 3) -> None:

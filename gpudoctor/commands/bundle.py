@@ -10,8 +10,10 @@ from datetime import datetime, timezone
 
 import click
 
-from gpudoctor.commands.common import InputError, Progress, json_option, python_option
+from gpudoctor.commands.common import TIMEOUT_SECONDS, InputError, Progress, json_option, python_option
 from gpudoctor.exitcodes import ExitCode
+
+SCHEMA = "gpudoctor.bundle-summary/1"  # the --json summary; manifest.json is gpudoctor.bundle/1
 
 
 def default_name(host: str) -> str:
@@ -52,7 +54,7 @@ class _Status(Progress):
 @click.option("--hide", multiple=True, metavar="TEXT",
               help="Also replace this word (a project, domain or cluster name) everywhere; repeatable.")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take; a command that hangs is recorded as timed out.")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
@@ -123,7 +125,7 @@ def _print(result, as_json: bool, dumps) -> None:
     secrets = result.redactions.get("secrets", {})
     pseudonyms = result.redactions.get("pseudonyms", {})
     if as_json:
-        click.echo(dumps({"bundle": os.path.abspath(result.path), "size_bytes": result.size,
+        click.echo(dumps({"schema": SCHEMA, "bundle": os.path.abspath(result.path), "size_bytes": result.size,
                           "members": result.members, "anonymized": result.anonymized,
                           "redactions": result.redactions, "report_summary": result.summary,
                           "duration_s": result.duration_s,

@@ -6,13 +6,15 @@ import sys
 
 import click
 
-from gpudoctor.commands.common import (InputError, Progress, color_option, json_option, load_snapshot,
-                                       python_option, quiet_closed_stdout, snapshot_option)
+from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, Progress, color_option, json_option,
+                                       load_snapshot, python_option, quiet_closed_stdout, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
+
+LIST_SCHEMA = "gpudoctor.checks/1"  # --list-checks --json (gpudoctor/schemas/checks.schema.json)
 
 
 def live_snapshot(python, timeout, root="/", frameworks=True, progress=None):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
     from gpudoctor.probes.frameworks import FRAMEWORKS
 
     opts = CollectOptions(root=root, timeout=timeout, progress=progress,
@@ -28,7 +30,7 @@ def _list_checks(as_json: bool) -> None:
 
     checks, problems = load_checks()
     if as_json:
-        click.echo(dumps({"checks": [c.info() for c in checks],
+        click.echo(dumps({"schema": LIST_SCHEMA, "checks": [c.info() for c in checks],
                           "plugin_problems": [p.to_dict() for p in problems]}), nl=False)
         return
     for c in checks:
@@ -62,20 +64,33 @@ def _known_only(only_ids) -> None:
 @click.option("--list-checks", is_flag=True, help="List the available checks and exit.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the whole collection may take; a probe that runs over is reported, not waited for.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False), default="/", hidden=True,
               help="Read machine files below this directory (for tests).")
 @click.option("--no-frameworks", is_flag=True, help="Do not probe torch, TensorFlow or JAX.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Judge the node requirements of a `gpudoctor hook` config file too (GPU count, minimum "
+                   "driver, temperature...): check then fails for the same reasons the hook drains.")
+@click.option("--deep", is_flag=True,
+              help="Also run the active smoke test in --python's interpreter: memory, fp32/fp16/bf16 matrix "
+                   "products checked against the CPU, host<->GPU copy bandwidth against the PCIe link, and an "
+                   "NCCL all-reduce across the GPUs (seconds to a minute; changes nothing on the machine).")
+@click.option("--dcgm", "dcgm_level", type=click.IntRange(1, 4), default=None, metavar="LEVEL",
+              help="Also run DCGM's diagnostic `dcgmi diag -r LEVEL -j` (1 takes seconds, 2 about two minutes, "
+                   "3 about 15) and judge its results; skipped, saying why, without DCGM or nv-hostengine.")
 @color_option
 def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, python, timeout, root,
-            no_frameworks, color):
+            no_frameworks, config_path, deep, dcgm_level, color):
     """Check this machine's NVIDIA driver, CUDA, cuDNN and framework builds; print problems and fixes.
 
     \b
     Examples:
       gpudoctor check                       # probe this machine
-      gpudoctor check --json                # machine-readable report (schema gpudoctor.report/1)
+      gpudoctor check --json                # machine-readable report (schema gpudoctor.report/2)
+      gpudoctor check --config hook.toml    # also the hook's node requirements
+      gpudoctor check --deep                # also the active smoke test on every GPU
+      gpudoctor check --dcgm 1              # also DCGM's quick diagnostic
       gpudoctor check --snapshot DIR        # replay a recorded snapshot or bundle
       gpudoctor check --only DRV --verbose  # only the driver checks, with details
       srun --ntasks-per-node=1 gpudoctor check --jsonl | gpudoctor fleet -
@@ -89,20 +104,44 @@ def command(snapshot_path, as_json, jsonl, verbose, only, list_checks, strict, p
     if only and not only_ids:
         raise InputError("--only needs check ids, names or id prefixes (see --list-checks), got an empty value")
     _known_only(only_ids)
+    requirements = _requirements(config_path, {"smoke": deep or None, "dcgm": dcgm_level})
     if snapshot_path:
         snap = load_snapshot(snapshot_path)
     else:
         progress = Progress(enabled=None if not (as_json or jsonl) else False)
         try:
             snap = live_snapshot(python, timeout, root, not no_frameworks, progress)
+            if requirements is not None and (requirements.smoke or requirements.dcgm):
+                import os
+
+                from gpudoctor.probes import active
+
+                active.record(snap, requirements, python or sys.executable, os.environ, note=progress)
         finally:
             progress.clear()
-    report = build_report(snap, only=only_ids)
+    report = build_report(snap, only=only_ids, requirements=requirements)
     try:
         _print(report, jsonl, as_json, verbose, color)
     except BrokenPipeError:  # piped into `head`: the report's verdict still stands
         quiet_closed_stdout()
     return report.exit_code(strict)
+
+
+def _requirements(config_path, flags):
+    """The hook's requirements from its config file and the active-test flags (None: nothing asked)."""
+    asked = {k: v for k, v in flags.items() if v is not None}
+    if not config_path and not asked:
+        return None
+    from gpudoctor.hook.config import ConfigError, merge, read_file
+
+    import os
+
+    from gpudoctor.hook.job import for_job
+
+    try:
+        return for_job(merge(read_file(config_path) if config_path else {}, asked).requirements, os.environ)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _print(report, jsonl: bool, as_json: bool, verbose: bool, color) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import click
 
 from gpudoctor.exitcodes import ExitCode
-from gpudoctor.snapshot import Snapshot, SnapshotError, load_any
+from gpudoctor.snapshot import Snapshot, SnapshotError
+from gpudoctor.snapshot_folder import load
 
 
 class InputError(click.ClickException):
@@ -18,6 +20,22 @@ class InputError(click.ClickException):
 
     def show(self, file=None):
         click.echo(f"gpudoctor: {self.format_message()}", err=True)
+
+
+class Seconds(click.FloatRange):
+    """A FloatRange that also refuses nan: every comparison with nan is false, so click's range
+    check lets `--timeout nan` through, and a deadline of nan seconds is no deadline."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if rv != rv:
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return rv
+
+
+TIMEOUT_SECONDS = Seconds(1, 600)
 
 
 def json_option(fn):
@@ -61,8 +79,14 @@ def snapshot_option(fn):
 
 
 def load_snapshot(path: str) -> Snapshot:
+    """A snapshot folder, or the snapshot inside a support bundle (.tar.gz) when ``path`` is a file."""
     try:
-        return load_any(path)
+        if Path(path).is_file():
+            # tarfile, gzip and co. load for a bundle only: replaying a folder (the hook) starts fast
+            from gpudoctor.bundle.read import load_bundle
+
+            return load_bundle(path)
+        return load(path)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
 

@@ -12,15 +12,15 @@ from typing import Dict, List, Optional
 
 import click
 
-from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, python_option,
-                                       snapshot_option)
+from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, color_option, json_option, load_snapshot,
+                                       python_option, snapshot_option)
 from gpudoctor.exitcodes import ExitCode
 
-SCHEMA = "gpudoctor.devices/1"
+SCHEMA = "gpudoctor.devices/2"
 
 
 def _live(timeout: float, python: Optional[str], torch: bool):
-    from gpudoctor.probes import CollectOptions, collect
+    from gpudoctor.probes.collect import CollectOptions, collect
 
     opts = CollectOptions(timeout=timeout, commands=("nvidia_smi_xml", "nvidia_smi_L"),
                           frameworks=("torch",) if torch else ())
@@ -29,43 +29,47 @@ def _live(timeout: float, python: Optional[str], torch: bool):
     return collect(opts)
 
 
-def _gpu_dict(g) -> Dict:
-    return {"nvidia_smi_index": g.index, "name": g.name, "pci_bus_id": g.pci_bus_id, "uuid": g.uuid,
-            "compute_cap": g.compute_cap}
-
-
 def build_view(snap, visible: Optional[str] = None, order: Optional[str] = None) -> Dict:
-    """The mapping as plain data (the --json document); ``visible``/``order`` override the recorded env."""
-    from gpudoctor import visible_devices as vd
-    from gpudoctor.facts import Facts
+    """The --json document, read off the report of the device checks (CVD001, CVD002) over ``snap``;
+    ``visible``/``order`` replace the recorded CUDA_VISIBLE_DEVICES/CUDA_DEVICE_ORDER first."""
+    import dataclasses
 
-    f = Facts(snap)
-    raw = visible if visible is not None else f.env.get("CUDA_VISIBLE_DEVICES")
-    order_raw = order if order is not None else f.env.get("CUDA_DEVICE_ORDER")
-    spec = vd.parse(raw)
+    from gpudoctor.facts import Facts
+    from gpudoctor.report import build_report
+
+    env = dict(snap.env)
+    for name, value in (("CUDA_VISIBLE_DEVICES", visible), ("CUDA_DEVICE_ORDER", order)):
+        if value is not None:
+            env[name] = value
+    tried = dataclasses.replace(snap, env=env)
+    report = build_report(tried, only=["CVD001", "CVD002"])
+    raw, order_raw = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
     view: Dict = {"schema": SCHEMA, "source": snap.source or "live", "cuda_visible_devices": raw,
-                  "cuda_device_order": order_raw, "mode": spec.mode}
-    gpus = f.get("gpus")
-    if not gpus:
-        view.update(error=f.why_missing("gpus") or "no GPU inventory", devices=[], hidden=[],
-                    problems=[_problem(p) for p in spec.problems], physical_count=0, order_known=True)
+                  "cuda_device_order": order_raw,
+                  "verdicts": [{"check": f.check_id, "status": f.status.value, "title": f.title}
+                               for f in report.findings]}
+    m = report.devices
+    if m is None:
+        facts = Facts(tried)
+        view.update(mode=facts["visible_devices_spec"].mode,
+                    error=facts.why_missing("gpus") or "no GPU inventory", devices=[], hidden=[],
+                    problems=[_problem(p) for p in facts["visible_devices_spec"].problems], physical_count=0,
+                    order_known=True, order_source="pci_order")
         return view
-    m = vd.resolve(spec, gpus, order_raw)
-    chosen = {id(v.gpu) for v in m.visible}
-    devices = []
-    for v in m.visible:
-        d = {"cuda_index": v.cuda_index, "entry": v.entry, **_gpu_dict(v.gpu)}
-        d["mig"] = ({"uuid": v.mig.uuid, "profile": v.mig.profile, "gi_id": v.mig.gi_id, "ci_id": v.mig.ci_id}
-                    if v.mig is not None else None)
-        devices.append(d)
+    devices = [{"cuda_index": v["cuda_index"], "entry": v["entry"], **_gpu(v), "mig": v["mig"]} for v in m["visible"]]
     # torch was probed under the recorded settings: its answers only describe those, not a --visible/--order guess.
-    if raw == f.env.get("CUDA_VISIBLE_DEVICES") and order_raw == f.env.get("CUDA_DEVICE_ORDER"):
-        _add_torch(f, devices)
-    view["mig_enabled"] = [g.index for g in gpus if g.mig_mode == "Enabled" and id(g) in chosen]
-    view.update(order=m.order, order_known=m.order_known, physical_count=m.physical_count, devices=devices,
-                hidden=[_gpu_dict(g) for g in gpus if id(g) not in chosen],
-                problems=[_problem(p) for p in m.problems])
+    if visible is None and order is None:
+        _add_torch(Facts(snap), devices)
+    view.update(mode=m["mode"], order=m["order"], order_known=m["order_known"], order_source=m["order_source"],
+                physical_count=len(m["visible"]) + len(m["hidden"]), devices=devices,
+                hidden=[_gpu(g) for g in m["hidden"]], problems=m["problems"],
+                mig_enabled=sorted({v["gpu_index"] for v in m["visible"] if v["mig_enabled"]}))
     return view
+
+
+def _gpu(g: Dict) -> Dict:
+    return {"nvidia_smi_index": g["gpu_index"], "name": g["name"], "pci_bus_id": g["pci_bus_id"],
+            "uuid": g["uuid"], "compute_cap": g["compute_cap"]}
 
 
 def _problem(p) -> Dict:
@@ -77,11 +81,11 @@ def _add_torch(f, devices: List[Dict]) -> None:
     tb = f.get("torch_build")
     if tb is None or not tb.available:
         return
-    by_index = {d.get("index"): d for d in tb.devices}
+    by_index = {d.index: d for d in tb.devices}
     for d in devices:
         t = by_index.get(d["cuda_index"])
         if t is not None:
-            d["torch"] = {"name": t.get("name"), "uuid": t.get("uuid"), "capability": t.get("capability")}
+            d["torch"] = {"name": t.name, "uuid": t.uuid, "capability": t.capability}
 
 
 def render(view: Dict, style) -> str:
@@ -96,10 +100,10 @@ def render(view: Dict, style) -> str:
         lines.append("")
         lines += [f"hidden from CUDA: GPU {g['nvidia_smi_index']} {g['name'] or '?'} ({g['pci_bus_id'] or '?'})"
                   for g in view["hidden"]]
-    if view["devices"] and not view.get("order_known", True):
-        lines += ["", style.status_word("warn", "note:") + " the GPUs differ and CUDA_DEVICE_ORDER is not "
-                  "PCI_BUS_ID: CUDA may number them fastest first, not like nvidia-smi; "
-                  "export CUDA_DEVICE_ORDER=PCI_BUS_ID to make the table above certain."]
+    order = next((v for v in view.get("verdicts") or () if v["check"] == "CVD002" and v["status"] == "warn"), None)
+    if view["devices"] and order is not None:  # the CVD002 verdict, as `check` words it
+        lines += ["", style.status_word("warn", "note:") + f" {order['title']}; export CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                  "to make the table above certain."]
     if view.get("mig_enabled") and view.get("mode") != "mig":
         gpus = ", ".join(f"GPU {i}" for i in view["mig_enabled"])
         lines += ["", style.status_word("warn", "note:") + f" MIG is enabled on {gpus}: CUDA sees its MIG "
@@ -147,7 +151,7 @@ def _table(view: Dict) -> List[str]:
 @click.option("--torch", "probe_torch", is_flag=True,
               help="Also ask torch (in --python) which GPU each index is (slower: imports torch in a child).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds the live collection may take.")
 @color_option
 def command(snapshot_path, as_json, visible, order, probe_torch, python, timeout, color):

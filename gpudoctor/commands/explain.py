@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, nonempty_snapshot,
-                                       python_option)
+from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, color_option, json_option, load_snapshot,
+                                       nonempty_snapshot, python_option)
 from gpudoctor.exitcodes import ExitCode
 
 CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
@@ -25,7 +25,7 @@ CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
 @click.option("--jobs", type=click.IntRange(1, 64), default=None,
               help="Worker processes for a large log file (default: one per CPU, up to 8, for files over 64 MiB).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(1, 600), default=15.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds --here may spend probing this machine.")
 @click.option("--time-limit", type=click.FloatRange(0.1, 86400), default=60.0, show_default=True,
               help="Seconds reading the inputs may take; past it, what was read is diagnosed and the "
@@ -49,7 +49,7 @@ def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeou
     Exit codes: 0 a diagnosis was found, 1 nothing matched (or only a bug in the program),
                 2 bad input (missing, unreadable, binary or empty input; a directory).
     """
-    from gpudoctor.explain import BadInput, explain, resolve
+    from gpudoctor.explain.pipeline import BadInput, explain, resolve
     from gpudoctor.explain.render import dumps, render
     from gpudoctor.render.style import Style
 

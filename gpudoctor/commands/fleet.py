@@ -35,7 +35,7 @@ def command(reports, as_json, limit, color):
     Exit codes: 0 no node failed, 1 at least one node reports a failure, 2 no report in the
     input or an unreadable file.
     """
-    from gpudoctor import fleet
+    from gpudoctor.fleet import summary as fleet
     from gpudoctor.fleet.jobs import Unreadable, read_all
 
     try:

@@ -15,6 +15,7 @@ import click
 from gpudoctor.exitcodes import ExitCode
 
 MAX_BYTES = 64 * 1024 * 1024
+SCHEMA = "gpudoctor.smi/2"  # the --json document (gpudoctor/schemas/smi.schema.json)
 
 
 class _Unreadable(click.ClickException):
@@ -126,7 +127,7 @@ def _run(file: str, as_json: bool) -> None:
     report = load_report(file)
     if as_json:
         from gpudoctor.render.json import dumps
-        click.echo(dumps(report.to_dict()), nl=False)
+        click.echo(dumps({"schema": SCHEMA, **report.to_dict()}), nl=False)
     else:
         click.echo(render_text(report), nl=False)
     if report.errors:

@@ -17,57 +17,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-KINDS = ("diagnosis", "program_bug", "harmless", "fact", "context")
-STREAMED = ("diagnosis", "program_bug", "harmless")   # matched line by line while scanning
-VALUE_TYPES = ("str", "int", "version", "size", "sm", "arch_list", "driver_api_int", "cudnn_version")
-
-
-class CatalogError(ValueError):
-    """A malformed signature file; the message names the file and the signature."""
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """Another family the same message can mean, ranked by its own specificity."""
-
-    family: str
-    recipe: str
-    specificity: int
-    requires: Tuple[str, ...] = ()
-    if_value: Mapping[str, str] = field(default_factory=dict)
-    explanation: Tuple[str, ...] = ()
-    excludes: Tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Signature:
-    id: str
-    kind: str
-    family: Optional[str]
-    title: str
-    anchors: Tuple[str, ...]
-    patterns: Tuple["re.Pattern", ...]
-    values: Mapping[str, str]
-    specificity: int = 50
-    recipe: Optional[str] = None
-    explanation: Tuple[str, ...] = ()
-    requires: Tuple[str, ...] = ()          # flags that must all be set
-    excludes: Tuple[str, ...] = ()          # flags that must all be unset
-    boost: Mapping[str, int] = field(default_factory=dict)
-    suppresses: Tuple[str, ...] = ()        # signature ids, or "family:<name>"
-    alternatives: Tuple[Alternative, ...] = ()
-    drop_if_value: Mapping[str, str] = field(default_factory=dict)
-    recipe_values: Mapping[str, str] = field(default_factory=dict)
-    analysis: Optional[str] = None          # "oom", "xid": a module refines the diagnosis
-    window_lines: int = 1
-    flag: Optional[str] = None              # context signatures: the flag they set
-    examples: Tuple[Mapping, ...] = ()
-    sources: Tuple[str, ...] = ()
-    file: str = ""
-
-    def drops(self, values: Mapping[str, str]) -> bool:
-        """True when an extracted value marks the hit as something else (e.g. TensorRT's optional lib)."""
-        return any(needle in (values.get(name) or "") for name, needle in self.drop_if_value.items())
+from gpudoctor.explain.signature import (  # noqa: F401  (re-exported: the catalog's public names)
+    KINDS, NOTES, STREAMED, VALUE_TYPES, Alternative, CatalogError, Prior, Signature, TellApart, parse)
+from gpudoctor.knowledge import smi_failures
 
 
 @dataclass
@@ -85,13 +37,12 @@ class Catalog:
         streamed = [s for s in self.signatures if s.kind in STREAMED]
         self.tails: Dict[bytes, Optional["re.Pattern"]] = {}
         owned: Dict[bytes, List[str]] = {g: [] for g in self.gates}
-        for anchor in {a for s in streamed for a in s.anchors}:
-            owner = next((g for g in self.gates if g.decode() in anchor), None)
-            if owner is not None:       # each anchor is found through one gate: the first listed it contains
-                owned[owner].append(anchor)
+        for anchor, ignore_case in {(a, s.ignore_case) for s in streamed for a in s.anchors}:
+            for gate in _owners(self.gates, anchor, ignore_case):
+                owned[gate].append((anchor, ignore_case))
         for gate in self.gates:
             mine = set(owned[gate])
-            self._by_gate[gate] = tuple(s for s in streamed if mine.intersection(s.anchors))
+            self._by_gate[gate] = tuple(s for s in streamed if mine.intersection((a, s.ignore_case) for a in s.anchors))
             self.tails[gate] = _tails(gate.decode(), sorted(mine))
 
     def for_gates(self, gates: Iterable[bytes]) -> Tuple[Signature, ...]:
@@ -109,8 +60,10 @@ class Catalog:
             for gate in key:
                 for sig in self._by_gate.get(gate, ()):
                     seen.setdefault(sig.id, sig)
-            anchors = sorted({a for sig in seen.values() for a in sig.anchors}, key=len, reverse=True)
-            any_anchor = re.compile("|".join(map(re.escape, anchors)) if anchors else "(?!)")
+            anchors = sorted({(a, sig.ignore_case) for sig in seen.values() for a in sig.anchors},
+                             key=lambda x: len(x[0]), reverse=True)
+            alternation = "|".join(f"(?i:{re.escape(a)})" if ci else re.escape(a) for a, ci in anchors)
+            any_anchor = re.compile(alternation or "(?!)")
             got = self._cache[key] = (any_anchor, tuple(seen.values()))
         return got
 
@@ -118,23 +71,37 @@ class Catalog:
         return [s for s in self.signatures if s.kind in kinds]
 
 
-def _tails(gate: str, anchors: List[str]) -> Optional["re.Pattern"]:
+def _owners(gates: Tuple[bytes, ...], anchor: str, ignore_case: bool) -> List[bytes]:
+    """The gates an anchor is found through: the first listed gate it contains; for an anchor of a
+    case-insensitive signature, every gate it contains in any letter case (``CUDA`` and ``cud`` both
+    find "CUDA out of memory" written as "cuda out of memory")."""
+    if not ignore_case:
+        return [g for g in gates if g.decode() in anchor][:1]
+    low = anchor.lower()
+    return [g for g in gates if g.decode().lower() in low]
+
+
+def _tails(gate: str, anchors: List[Tuple[str, bool]]) -> Optional["re.Pattern"]:
     """A bytes regex of what follows ``gate`` inside the anchors that contain it; None if one ends with it.
 
     Matched at each gate occurrence, it drops ``cuda:0`` or ``NCCL INFO`` (no anchor continues like
-    that) before the line is even located, which keeps chatty logs cheap."""
+    that) before the line is even located, which keeps chatty logs cheap. Tails of case-insensitive
+    anchors match in any letter case."""
     tails = set()
-    for anchor in anchors:
-        start = anchor.find(gate)
+    for anchor, ignore_case in anchors:
+        text, needle = (anchor.lower(), gate.lower()) if ignore_case else (anchor, gate)
+        start = text.find(needle)
         while start != -1:
-            tail = anchor[start:]
-            if tail == gate:
+            tail = text[start:]
+            if tail == needle:
                 return None
-            tails.add(tail)
-            start = anchor.find(gate, start + 1)
+            tails.add((tail, ignore_case))
+            start = text.find(needle, start + 1)
     if not tails:
         return None
-    return re.compile(b"|".join(re.escape(t.encode()) for t in sorted(tails, key=len, reverse=True)))
+    parts = [b"(?i:" + re.escape(t.encode()) + b")" if ci else re.escape(t.encode())
+             for t, ci in sorted(tails, key=lambda x: len(x[0]), reverse=True)]
+    return re.compile(b"|".join(parts))
 
 
 def _files() -> List[Tuple[str, str]]:
@@ -142,57 +109,29 @@ def _files() -> List[Tuple[str, str]]:
     return sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-def _tuple(value) -> tuple:
-    if value is None:
-        return ()
-    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
-
-
-def _compile(pattern: str, flags: str, where: str) -> "re.Pattern":
-    try:
-        return re.compile(pattern, re.IGNORECASE if "i" in flags else 0)
-    except re.error as exc:
-        raise CatalogError(f"{where}: bad pattern {pattern!r}: {exc}") from None
-
-
-def _alternative(raw: Mapping, where: str) -> Alternative:
-    try:
-        return Alternative(raw["family"], raw["recipe"], int(raw["specificity"]), _tuple(raw.get("requires")),
-                           dict(raw.get("if_value") or {}), _tuple(raw.get("explanation")), _tuple(raw.get("excludes")))
-    except KeyError as exc:
-        raise CatalogError(f"{where}: alternative without {exc}") from None
-
-
-def _signature(raw: Mapping, family: Optional[str], file: str) -> Signature:
-    where = f"{file}: {raw.get('id', '?')}"
-    kind = raw.get("kind", "diagnosis")
-    if kind not in KINDS:
-        raise CatalogError(f"{where}: unknown kind {kind!r}")
-    patterns = tuple(_compile(p, raw.get("flags", ""), where) for p in _tuple(raw.get("patterns")))
-    values = dict(raw.get("values") or {})
-    for name, vtype in values.items():
-        if vtype not in VALUE_TYPES:
-            raise CatalogError(f"{where}: value {name!r} has unknown type {vtype!r}")
-    return Signature(
-        id=raw["id"], kind=kind, family=raw.get("family", family if kind == "diagnosis" else None),
-        title=raw.get("title", raw["id"]), anchors=_tuple(raw.get("anchors")), patterns=patterns, values=values,
-        specificity=int(raw.get("specificity", 50)), recipe=raw.get("recipe"),
-        explanation=_tuple(raw.get("explanation")), requires=_tuple(raw.get("requires")),
-        excludes=_tuple(raw.get("excludes")), boost=dict(raw.get("boost") or {}),
-        suppresses=_tuple(raw.get("suppresses")),
-        alternatives=tuple(_alternative(a, where) for a in raw.get("alternatives") or ()),
-        drop_if_value=dict(raw.get("drop_if_value") or {}), recipe_values=dict(raw.get("recipe_values") or {}),
-        analysis=raw.get("analysis"), window_lines=int(raw.get("window_lines", 1)), flag=raw.get("flag"),
-        examples=tuple(raw.get("examples") or ()), sources=_tuple(raw.get("sources")), file=file)
-
-
 def _gates(listed: Iterable[str], signatures: Iterable[Signature]) -> Tuple[bytes, ...]:
+    """The listed gates, then every anchor no gate covers as written (each gate costs a pass over the
+    input: an anchor of a case-insensitive signature is found in another case only through a listed gate)."""
     gates = list(dict.fromkeys(listed))
     anchors = {a for sig in signatures if sig.kind in STREAMED for a in sig.anchors}
     for anchor in sorted(anchors, key=lambda a: (len(a), a)):    # shortest first: it may cover longer ones
         if not any(g in anchor for g in gates):
-            gates.append(anchor)              # uncovered: searched on its own
+            gates.append(anchor)              # uncovered as written: searched on its own
     return tuple(g.encode() for g in gates)
+
+
+def _from_table(raw: Mapping, where: str) -> Mapping:
+    """A signature naming a row of nvidia-smi's failure table (``smi_failure``) takes that row's pattern, in any
+    letter case as the table matches it: explain, the nvidia-smi parsers and DRV001 read the message alike."""
+    row_id = raw.get("smi_failure")
+    if row_id is None:
+        return raw
+    if "patterns" in raw or "flags" in raw:
+        raise CatalogError(f"{where}: takes its pattern from smi_failure {row_id!r}, so it may not set patterns or flags")
+    row = next((f for f in smi_failures.failures() if f.id == row_id), None)
+    if row is None:
+        raise CatalogError(f"{where}: smi_failure {row_id!r} is not a row of nvidia_smi_failures.json")
+    return {**raw, "patterns": [row.pattern.pattern], "flags": "i"}
 
 
 def build(files: Iterable[Tuple[str, str]]) -> Catalog:
@@ -209,7 +148,8 @@ def build(files: Iterable[Tuple[str, str]]) -> Catalog:
             meta = doc
             continue
         try:
-            signatures.extend(_signature(raw, doc.get("family"), name) for raw in doc.get("signatures", ()))
+            signatures.extend(parse(_from_table(raw, f"{name}: {raw.get('id', '?')}"), doc.get("family"), name)
+                              for raw in doc.get("signatures", ()))
         except KeyError as exc:
             raise CatalogError(f"{name}: a signature has no {exc}") from None
         data.update(doc.get("tables") or {})

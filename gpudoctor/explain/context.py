@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Optional, Set
 
 from gpudoctor.explain.values import convert
+from gpudoctor.smi import extract
 
 
 @dataclass
@@ -53,10 +54,6 @@ def _read_smi(ctx: Context, text: str) -> None:
     if ctx.smi is not None:
         return
     try:
-        from gpudoctor.smi import extract
-    except ImportError:               # the parser package is being built alongside
-        return
-    try:
         report = extract(text)
     except Exception:                 # a half-pasted table must not stop the diagnosis
         return
@@ -86,31 +83,26 @@ def _fact(facts, name: str) -> Any:
 
 def read_machine(ctx: Context, facts) -> None:
     """Flags and values from a recorded snapshot's facts (the checks' own view of the machine)."""
-    container = _fact(facts, "container") or {}
-    if container.get("inside"):
-        ctx.set_flag("container", f"snapshot: {container.get('kind') or 'container'}")
-    if (_fact(facts, "wsl") or {}).get("inside"):
+    container = _fact(facts, "container")
+    if container and container.inside:
+        ctx.set_flag("container", f"snapshot: {container.kind or 'container'}")
+    wsl = _fact(facts, "wsl")
+    if wsl and wsl.inside:
         ctx.set_flag("wsl", "snapshot: WSL")
-    if str(_fact(facts, "target_os") or "").lower() == "windows" or _platform(facts) == "Windows":
+    if str(_fact(facts, "target_os") or "").lower() == "windows":
         ctx.set_flag("windows", "snapshot: Windows")
-    dev = facts.snapshot.listings.get("/dev")
+    dev = _fact(facts, "dev_nodes")
     if dev is not None and not any(n.startswith("nvidia") for n in dev):
         ctx.set_flag("no_dev_nvidia", "snapshot: no /dev/nvidia* device")
     driver = _fact(facts, "driver_version")
     if driver:
-        ctx.set_value("driver_version", driver.get("version"), "snapshot")
+        ctx.set_value("driver_version", driver.version, "snapshot")
     torch = _fact(facts, "torch_build")
     ctx.set_value("torch_version", getattr(torch, "version", None), "snapshot")
     tf = _fact(facts, "tf_info")
     ctx.set_value("tf_version", getattr(tf, "version", None), "snapshot")
-    gpus = _fact(facts, "gpus") or []
+    gpus = _fact(facts, "gpus") or ()
     if gpus:
         ctx.set_value("gpu_name", gpus[0].name, "snapshot")
         ctx.set_value("compute_cap", gpus[0].compute_cap, "snapshot")
     ctx.set_value("smi_cuda", _fact(facts, "cuda_driver_max"), "snapshot")
-
-
-def _platform(facts) -> str:
-    """The recorded OS ("Linux", "Windows"); ``Snapshot.platform`` is a property in current snapshots."""
-    value = getattr(facts.snapshot, "platform", "Linux")
-    return value() if callable(value) else str(value)

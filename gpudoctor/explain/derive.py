@@ -13,7 +13,11 @@ from typing import Any, Dict, Optional, Set
 
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor import knowledge
+from gpudoctor.knowledge import xid as xid_catalog
 from gpudoctor.explain.values import sm_to_cc
+from gpudoctor.framework_fixes import torch_fit
+from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
 
 
 def _v(text: Any) -> Optional[Version]:
@@ -24,8 +28,6 @@ def _v(text: Any) -> Optional[Version]:
 
 
 def _cuda_values(values: Dict[str, Any]) -> None:
-    from gpudoctor import knowledge
-
     if values.get("driver_api") and not values.get("driver_cuda"):
         try:
             values["driver_cuda"] = knowledge.cuda_from_driver_api_int(_small_int(values["driver_api"]))
@@ -77,10 +79,6 @@ def _arch_values(values: Dict[str, Any]) -> None:
 def _torch_fit(values: Dict[str, Any], cc: str) -> None:
     """The PyTorch build with kernels for ``cc`` (and, when known, runnable on the driver)."""
     try:
-        from gpudoctor.framework_fixes import torch_fit
-    except ImportError:
-        return
-    try:
         fit = torch_fit(values.get("torch_version"), values.get("driver_version"), [cc])
     except (ValueError, KeyError):
         fit = None
@@ -96,13 +94,35 @@ def _torch_fit(values: Dict[str, Any], cc: str) -> None:
 def _xid_values(values: Dict[str, Any], tables: Dict[str, Any]) -> None:
     xid = values.get("xid")
     row = (tables.get("xid") or {}).get(str(xid)) if xid is not None else None
+    said = _xid_catalog(xid, values.get("detail"))  # NVIDIA's action, from the Xid table the kernel-log checks use
     if row:
         values.setdefault("xid_meaning", row["meaning"])
-        values.setdefault("xid_action", row["action"])
+        values.setdefault("xid_action", row["action"] + (f" ({said})" if said else ""))
         values.setdefault("xid_cause", row["cause"])
+    elif said:
+        values.setdefault("xid_meaning", xid_catalog.xid(int(xid)).description)
+        values.setdefault("xid_action", said)
     elif xid is not None:
         values.setdefault("xid_meaning", "see NVIDIA's Xid catalog")
         values.setdefault("xid_action", "look it up in NVIDIA's Xid catalog and check the lines around it")
+
+
+def _xid_catalog(xid: Any, detail: Optional[str] = None) -> Optional[str]:
+    """"NVIDIA's Xid catalog: RESET_GPU, stop the GPU's processes and reset it ..." for a listed Xid; what
+    the line says after the code (Fatal/Nonfatal, a recovery action) resolves a workflow as the checks do."""
+    from gpudoctor.kernlog import RECOVERY, SEVERITY
+
+    try:
+        info = xid_catalog.xid(int(xid))
+    except (TypeError, ValueError):
+        return None
+    if info is None:
+        return None
+    sev, rec = SEVERITY.search(detail or ""), RECOVERY.search(detail or "")
+    action = xid_catalog.acts_as(info.code, fatal=None if sev is None else sev.group("sev") == "Fatal",
+                                 recovery=rec.group("to") if rec else None)
+    named = info.immediate if info.immediate == action else f"{info.immediate}, that is {action}"
+    return f"NVIDIA's Xid catalog: {named}, {xid_catalog.bucket(action).means}"
 
 
 def _flags(values: Dict[str, Any]) -> Set[str]:
@@ -114,13 +134,13 @@ def _flags(values: Dict[str, Any]) -> Set[str]:
         flags.add("cuda_beyond_driver")       # nvidia-smi shows a cuda-compat libcuda's version
     tf = _v(values.get("tf_version"))
     if tf:
-        try:
-            from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
-            last = _v(tf_windows_native_gpu_last())
-        except (ImportError, ValueError):
-            last = None
+        last = _v(tf_windows_native_gpu_last())
         if last and (tf.major, tf.minor) > (last.major, last.minor):
             flags.add("tf_windows_no_gpu")
+        elif last:
+            flags.add("tf_windows_gpu_ok")    # a release that still had GPU support on native Windows
+    if str(values.get("torch_version") or "").endswith("+cpu"):
+        flags.add("torch_cpu_wheel")          # "2.1.2+cpu": PyTorch's CPU-only wheel
     return flags
 
 

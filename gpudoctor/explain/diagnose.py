@@ -5,97 +5,31 @@ families (the same "CUDA driver version is insufficient" inside a container more
 means the GPU was not passed in). Each proposal is scored by the signature's specificity
 plus its boosts for the context flags; a more specific signature can suppress a generic
 one ("sm_120 is not compatible" over "no kernel image is available"). Proposals of the
-same family merge, keeping the best one's explanation and every matching line.
+same family merge, keeping the best one's explanation and every matching line. A message
+that the text alone cannot decide carries its differential (``differential``); on a recorded
+machine the diagnosis `gpudoctor check` reaches there decides it (``machine``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from gpudoctor.explain import oom
+from gpudoctor.explain import differential, oom
+from gpudoctor.explain.catalog import NOTES
 from gpudoctor.explain.derive import derive
+from gpudoctor.explain.machine import view as machine_view
+from gpudoctor.explain.model import Diagnosis, Hit, Note, typed_values
 from gpudoctor.explain.tailor import build_fix, fill_sentences
-from gpudoctor.explain.values import convert, display, jsonable
-from gpudoctor.findings import Fix
+from gpudoctor.explain.values import display
+from gpudoctor.knowledge.families import family as family_info
+
+__all__ = ["Diagnoser", "Diagnosis", "Hit", "Note", "typed_values"]
 
 MAX_OCCURRENCES = 50
-CONFIRMED_BONUS = 10      # a diagnosis the machine's own checks also report
+DECIDED_BONUS = 40        # the machine's own checks reach this family: it outranks any reading of the text
 # Derived values worth showing next to the message's own (the rest only feed the recipes).
 DERIVED_SHOWN = ("driver_cuda", "compute_cap", "arch_max", "driver_max_cuda", "xid_meaning", "xid_cause")
-
-
-@dataclass
-class Hit:
-    """One signature's matches in the inputs."""
-
-    sig: Any                                  # catalog.Signature
-    source: str
-    lines: List[int]
-    count: int
-    excerpt: str
-    values: Dict[str, Any]                    # typed, from the first match
-    occurrences: List[Tuple[str, int]] = field(default_factory=list)
-
-
-@dataclass
-class Diagnosis:
-    id: str
-    family: str
-    title: str
-    score: int
-    recipe: Optional[str]
-    source: str
-    lines: List[int]
-    count: int
-    excerpt: str
-    values: Dict[str, Any]
-    explanation: List[str]
-    fix: Optional[Fix]
-    also_matched: List[str] = field(default_factory=list)
-    occurrences: List[Tuple[str, int]] = field(default_factory=list)
-    analysis: Optional[Dict[str, Any]] = None
-    via: str = "signature"                    # "signature", or "alternative" of another family
-    confirmed_by: Optional[Dict[str, str]] = None   # the check that found the same problem on the machine
-
-    @property
-    def confidence(self) -> str:
-        return "high" if self.score >= 85 else "medium" if self.score >= 55 else "low"
-
-    def to_dict(self) -> Dict[str, Any]:
-        fix = None
-        if self.fix is not None:
-            fix = {"summary": self.fix.summary, "commands": list(self.fix.commands), "needs_root": self.fix.needs_root,
-                   "needs_reboot": self.fix.needs_reboot, "links": list(self.fix.links), "recipe": self.fix.kb_id}
-        return {"id": self.id, "family": self.family, "title": self.title, "confidence": self.confidence,
-                "score": self.score, "via": self.via, "input": self.source, "lines": self.lines,
-                "count": self.count, "excerpt": self.excerpt,
-                "values": {k: jsonable(v) for k, v in self.values.items()},
-                "explanation": " ".join(self.explanation), "fix": fix, "also_matched": self.also_matched,
-                "occurrences": [{"input": s, "line": n} for s, n in self.occurrences],
-                **({"analysis": self.analysis} if self.analysis else {}),
-                **({"confirmed_by": self.confirmed_by} if self.confirmed_by else {})}
-
-
-@dataclass
-class Note:
-    """A match that is not an environment problem: a program bug, or a harmless warning."""
-
-    id: str
-    kind: str
-    title: str
-    source: str
-    lines: List[int]
-    excerpt: str
-    explanation: List[str]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "title": self.title, "input": self.source, "lines": self.lines,
-                "excerpt": self.excerpt, "explanation": " ".join(self.explanation)}
-
-
-def typed_values(sig, raw: Mapping[str, str]) -> Dict[str, Any]:
-    return {name: convert(sig.values.get(name, "str"), text) for name, text in raw.items()}
 
 
 def _flags_ok(requires, excludes, flags: Set[str]) -> bool:
@@ -106,6 +40,17 @@ def _values_ok(if_value: Mapping[str, str], values: Mapping[str, Any]) -> bool:
     return all(needle.lower() in display(values.get(name) or "").lower() for name, needle in if_value.items())
 
 
+def _near(a: Hit, b: Hit) -> bool:
+    return a.source == b.source and any(abs(x - y) <= 1 for x in a.lines for y in b.lines)
+
+
+def _without_covered_fallbacks(proposals: List["_Proposal"]) -> List["_Proposal"]:
+    """A generic reading ("CUDA failed to initialize") gives way to a specific one of the same lines
+    ("... failed to initialize CUDA: system not yet initialized"), but still speaks where nothing else does."""
+    specific = [p.hit for p in proposals if not p.hit.sig.fallback]
+    return [p for p in proposals if not p.hit.sig.fallback or not any(_near(p.hit, h) for h in specific)]
+
+
 @dataclass
 class _Proposal:
     family: str
@@ -114,29 +59,37 @@ class _Proposal:
     hit: Hit
     sentences: List[str]
     via: str
+    titles: Tuple[str, ...] = ()
     analysis: Optional[oom.OomAnalysis] = None
 
 
 class Diagnoser:
-    """Turns hits plus context into diagnoses and notes; ``facts`` (a snapshot's) tailor the fixes."""
+    """Turns hits plus context into diagnoses and notes; ``facts`` (a snapshot's) tailor and decide."""
 
     def __init__(self, catalog, ctx, facts=None):
         self.catalog, self.ctx, self.facts = catalog, ctx, facts
-        self.findings = _machine_findings(facts)
+        self.machine = machine_view(facts)
 
     def run(self, hits: List[Hit]) -> Tuple[List[Diagnosis], List[Note]]:
-        notes = [self._note(h) for h in hits if h.sig.kind in ("program_bug", "harmless")]
+        notes = [self._note(h) for h in hits if h.sig.kind in NOTES]
         suppressed: Dict[str, Set[str]] = {}          # signature id or "family:X" -> by whom
         for h in hits:
             for target in h.sig.suppresses:
                 suppressed.setdefault(target, set()).add(h.sig.id)
         proposals: List[_Proposal] = []
         for hit in hits:
-            if hit.sig.kind == "diagnosis" and hit.sig.id not in suppressed:
+            if hit.sig.id in suppressed:
+                continue
+            if hit.sig.kind == "diagnosis":
                 proposals.extend(self._propose(hit, notes))
+            else:        # a note, unless a clue in the text says the machine is the problem (a Mac, a container)
+                proposals.extend(self._alternatives(hit, *self._values(hit), clued_only=True))
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
-        return self._merge(proposals), notes
+        proposals = _without_covered_fallbacks(proposals)
+        diagnoses = self._merge(proposals)
+        self._attach_differentials(diagnoses, proposals)
+        return diagnoses, notes
 
     def _values(self, hit: Hit) -> Tuple[Dict[str, Any], Set[str]]:
         values = {**self.ctx.values, **hit.values}
@@ -147,9 +100,12 @@ class Diagnoser:
         sig = hit.sig
         values, flags = self._values(hit)
         out: List[_Proposal] = []
+        if sig.program_bug_if and _values_ok(sig.program_bug_if, values):
+            notes.append(self._note(hit, "program_bug"))    # an Xid the application causes: the program's doing
+            return []
         if _flags_ok(sig.requires, sig.excludes, flags):
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
-            main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature")
+            main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature", sig.titles)
             if sig.analysis == "oom":
                 main.analysis = oom.analyse(values)
                 if main.analysis.kind == "program_bug":
@@ -159,10 +115,35 @@ class Diagnoser:
                 main.recipe = main.analysis.recipe or main.recipe
                 main.sentences = main.sentences + main.analysis.explanation
             out.append(main)
-        for alt in sig.alternatives:
-            if _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values):
-                out.append(_Proposal(alt.family, alt.recipe, alt.specificity, hit,
-                                     list(alt.explanation or sig.explanation), "alternative"))
+        out += self._alternatives(hit, values, flags)
+        return out + self._decided(hit, flags, out)
+
+    @staticmethod
+    def _alternatives(hit: Hit, values: Mapping[str, Any], flags: Set[str], clued_only: bool = False) -> List[_Proposal]:
+        """The other families the message proposes here; ``clued_only``: only those a clue (``requires``) lifts."""
+        sig = hit.sig
+        return [_Proposal(alt.family, alt.recipe, alt.specificity, hit, list(alt.explanation or sig.explanation),
+                          "alternative", alt.title)
+                for alt in sig.alternatives
+                if alt.specificity is not None and (alt.requires or not clued_only)
+                and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
+
+    def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
+        """A family this message can mean that the checks find on the recorded machine, when the text did not
+        propose it: the machine decides between the message's causes."""
+        if self.machine is None:
+            return []
+        have = {p.family for p in proposed}
+        base = max((p.score for p in proposed), default=hit.sig.specificity)
+        out = []
+        for family in differential.families(hit.sig, flags):
+            if family in have or self.machine.diagnosis(family) is None:
+                continue
+            sig = hit.sig
+            alt = next((a for a in sig.alternatives if a.family == family), None)
+            recipe, titles = (sig.recipe, sig.titles) if alt is None else (alt.recipe, alt.title)
+            # the text's own explanation: an alternative's is written for the clue that lifts it
+            out.append(_Proposal(family, recipe, base, hit, list(sig.explanation), "machine", titles))
         return out
 
     def _merge(self, proposals: List[_Proposal]) -> List[Diagnosis]:
@@ -174,12 +155,20 @@ class Diagnoser:
             group.sort(key=lambda p: (-p.score, p.hit.lines[0] if p.hit.lines else 0))
             diagnoses.append(self._diagnosis(family, group))
         for d in diagnoses:
-            finding = self.findings.get(d.recipe or "")
-            if finding is not None:     # the machine shows the same problem: the checks' fix, ranked higher
-                d.fix, d.score = finding.fix, d.score + CONFIRMED_BONUS
-                d.confirmed_by = {"check": finding.check_id, "status": finding.status.value, "title": finding.title}
+            found = self.machine.diagnosis(d.family) if self.machine is not None else None
+            if found is not None:     # the machine shows this problem: the checks' own fix, ranked first
+                d.fix, d.score = found.fix or d.fix, d.score + DECIDED_BONUS
+                d.machine = self.machine.decided(found)
         diagnoses.sort(key=lambda d: (-d.score, d.lines[0] if d.lines else 0))
         return diagnoses
+
+    def _title(self, family: str, best: _Proposal, values: Mapping[str, Any]) -> str:
+        """The first title template whose values this text gave; for an alternative without one, the family's."""
+        filled = fill_sentences(best.titles, values)
+        if filled:
+            return filled[0]
+        title = family_info(family).title
+        return title[:1].upper() + title[1:]
 
     def _diagnosis(self, family: str, group: List[_Proposal]) -> Diagnosis:
         best = group[0]
@@ -191,29 +180,42 @@ class Diagnoser:
         lines = sorted({n for p in group if p.hit.source == hit.source for n in p.hit.lines})
         occurrences = sorted({o for p in group for o in p.hit.occurrences})[:MAX_OCCURRENCES]
         also = sorted({p.hit.sig.id for p in group} - {sig.id})
-        title = sig.title if best.via == "signature" else f"{family.replace('_', ' ')} (from: {sig.title})"
-        return Diagnosis(sig.id, family, title, best.score, best.recipe, hit.source, lines[:MAX_OCCURRENCES],
-                         sum(p.hit.count for p in group if p.hit.sig.id == sig.id), hit.excerpt,
-                         {k: v for k, v in shown.items() if v not in (None, "", [])}, sentences, fix, also,
-                         occurrences, best.analysis.to_dict() if best.analysis else None, best.via)
+        return Diagnosis(sig.id, family, self._title(family, best, values), best.score, best.recipe, hit.source,
+                         lines[:MAX_OCCURRENCES], sum(p.hit.count for p in group if p.hit.sig.id == sig.id),
+                         hit.excerpt, {k: v for k, v in shown.items() if v not in (None, "", [])}, sentences, fix,
+                         also, occurrences, best.analysis.to_dict() if best.analysis else None, best.via)
 
-    def _note(self, hit: Hit) -> Note:
+    def _attach_differentials(self, diagnoses: List[Diagnosis], proposals: List[_Proposal]) -> None:
+        """Each message with a differential gives it to the diagnosis of its top candidate (once)."""
+        seen = set()
+        for p in proposals:
+            sig = p.hit.sig
+            if not sig.differential or sig.id in seen:
+                continue
+            seen.add(sig.id)
+            scores: Dict[str, int] = {}
+            for q in proposals:
+                if q.hit is p.hit:
+                    scores[q.family] = max(scores.get(q.family, 0), q.score)
+            diff = differential.build(sig, self._values(p.hit)[1], scores, self.ctx, self.machine)
+            if diff is None:
+                continue
+            target = next((d for d in diagnoses if d.family == diff.candidates[0].family and d.differential is None),
+                          None)
+            if target is not None:
+                target.differential = diff
+                self._fold(diagnoses, target, diff, proposals, sig.id)
+
+    @staticmethod
+    def _fold(diagnoses: List[Diagnosis], target: Diagnosis, diff, proposals: List[_Proposal], sig_id: str) -> None:
+        """Candidates of ``target``'s differential that only this message proposed are listed there, not again."""
+        listed = {c.family for c in diff.candidates} - {target.family}
+        for d in list(diagnoses):
+            if d.family in listed and {p.hit.sig.id for p in proposals if p.family == d.family} == {sig_id}:
+                diagnoses.remove(d)
+
+    def _note(self, hit: Hit, kind: Optional[str] = None) -> Note:
         values, _ = self._values(hit)
-        return Note(hit.sig.id, hit.sig.kind, hit.sig.title, hit.source, hit.lines, hit.excerpt,
+        title = (fill_sentences(hit.sig.titles, values) or [hit.sig.title])[0]
+        return Note(hit.sig.id, kind or hit.sig.kind, title, hit.source, hit.lines, hit.excerpt,
                     fill_sentences(hit.sig.explanation, values))
-
-
-def _machine_findings(facts) -> Dict[str, Any]:
-    """Failing/warning findings of the checks on the snapshot, by recipe id (the shared knowledge-base id)."""
-    if facts is None:
-        return {}
-    from gpudoctor.findings import Status
-    from gpudoctor.report import build_report
-
-    out: Dict[str, Any] = {}
-    for f in build_report(facts.snapshot).findings:
-        if f.fix is not None and f.fix.kb_id and f.status in (Status.FAIL, Status.WARN):
-            known = out.get(f.fix.kb_id)
-            if known is None or f.status.rank > known.status.rank:
-                out[f.fix.kb_id] = f
-    return out

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import List, Optional, Tuple
 
+from gpudoctor.explain import catalog
 from gpudoctor.explain.scan import CHUNK, HEAD_BYTES, LOOKAHEAD, ScanResult, Scanner, SigHits, MAX_LINES_KEPT
 
 MIN_BYTES = 64 << 20       # below this, starting workers costs more than it saves
@@ -45,8 +46,6 @@ def _boundaries(path: str, size: int, n: int) -> List[int]:
 
 
 def _scan_range(args: Tuple[str, int, int, Optional[float]]):
-    from gpudoctor.explain import catalog
-
     path, start, end, deadline = args
     scanner = Scanner(catalog.load())
     scanner.stop = end - start

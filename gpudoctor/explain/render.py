@@ -1,4 +1,8 @@
-"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/1)."""
+"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/3).
+
+Schema 2 adds, per diagnosis, ``differential`` (the ranked causes of a message the text alone
+cannot decide, each with the command that tells it apart) and ``machine`` (the diagnosis
+`gpudoctor check` reaches on the recorded machine), in place of 1's ``confirmed_by``."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from gpudoctor.explain.values import display, jsonable
 from gpudoctor.findings import Status
 from gpudoctor.render.style import Style
 
-SCHEMA = "gpudoctor.explain/1"
+SCHEMA = "gpudoctor.explain/4"
 _CONFIDENCE = {"high": Status.FAIL, "medium": Status.WARN, "low": Status.SKIP}
 _WIDTH = 100
 
@@ -62,9 +66,9 @@ def _diagnosis(d, style: Style) -> List[str]:
         out += _wrap("values", " · ".join(f"{k} {display(v)}" for k, v in d.values.items()), style)
     if d.explanation:
         out += _wrap("why", " ".join(d.explanation), style)
-    if d.confirmed_by:
-        c = d.confirmed_by
-        out += _wrap("machine", f"confirmed by check {c['check']} ({c['status']}): {c['title']}", style)
+    if d.machine:
+        m = d.machine
+        out += _wrap("machine", f"on this machine: {m['title']} (found by check {m['check']})", style)
     if d.fix is not None:
         out += _wrap("fix", d.fix.summary, style)
         for cmd in d.fix.commands:
@@ -74,11 +78,33 @@ def _diagnosis(d, style: Style) -> List[str]:
             out.append(" " * 15 + style.dim("(" + ", ".join(flags) + ")"))
         for link in d.fix.links[:2]:
             out.append(" " * 15 + style.dim(link))
+    if d.differential is not None:
+        out += _differential(d.differential, style)
+    return out
+
+
+def _hanging(text: str, indent: int) -> List[str]:
+    pad = " " * indent
+    return textwrap.wrap(text, _WIDTH, initial_indent=pad, subsequent_indent=pad + "  ") or [pad]
+
+
+def _differential(diff, style: Style) -> List[str]:
+    """The ranked causes, each with its count among real threads, its clue or machine verdict, and its command."""
+    out = _wrap("causes", f"the message alone cannot decide; ranked by the rest of the text, then by how often "
+                          f"each was the cause in {diff.of} real threads with this message:", style)
+    for n, c in enumerate(diff.candidates, 1):
+        out += _hanging(f"{n}. {c.title} ({c.prior} of {diff.of})", 15)
+        if c.clue:
+            out += _hanging(f"clue: {c.clue}", 18)
+        if c.verdict is not None and c.verdict.kind != "not_judged":
+            out += _hanging(c.verdict.text, 18)
+        out.append(" " * 18 + f"$ {c.tell_apart.command}")
+        out += _hanging(f"-> {c.tell_apart.shows}", 20)
     return out
 
 
 def _note(n, style: Style) -> List[str]:
-    label = "program bug" if n.kind == "program_bug" else "harmless"
+    label = {"program_bug": "program bug", "cpu_only": "CPU only"}.get(n.kind, "harmless")
     out = [f"{style.status(Status.SKIP)} {style.bold(label)}: {n.title}"]
     out += _wrap("where", f"{n.source}, line {_lines(n.lines, len(n.lines))}", style)
     out += _wrap("excerpt", n.excerpt, style)
@@ -105,6 +131,9 @@ def render(result, style: Style) -> str:
         out.append(f"{n} diagnos{'is' if n == 1 else 'es'}, most likely first.")
     elif result.notes and any(n.kind == "program_bug" for n in result.notes):
         out.append("No environment problem found: this looks like a bug in the program, not the environment.")
+    elif result.notes and any(n.kind == "cpu_only" for n in result.notes):
+        out.append("No environment problem found: this is expected on a machine without a GPU. If you meant to use "
+                   "one, run `gpudoctor check` on that machine.")
     else:
         out.append("No known GPU environment error found in the input. "
                    "Run `gpudoctor check` to examine this machine itself.")

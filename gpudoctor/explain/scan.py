@@ -221,9 +221,11 @@ class Scanner:
         any_anchor, sigs = self.catalog.candidates(gates)
         if any_anchor.search(first) is None:
             return []
-        window_text, found = None, []
+        window_text, lowered, found = None, None, []
         for sig in sigs:
-            if not any(a in first for a in sig.anchors):
+            if sig.ignore_case and lowered is None:
+                lowered = first.lower()
+            if not sig.has_anchor(first, lowered):
                 continue
             text = first
             if sig.window_lines > 1:

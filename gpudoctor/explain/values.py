@@ -39,15 +39,6 @@ def size(text: str) -> Optional[Size]:
     return Size(text.strip(), float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def human(mib: float) -> str:
-    """MiB as the unit PyTorch would print ("7.65 GiB", "24.85 MiB")."""
-    if mib >= 1024:
-        return f"{mib / 1024:.2f} GiB"
-    if mib >= 1:
-        return f"{mib:.2f} MiB"
-    return f"{mib * 1024:.2f} KiB"
-
-
 def sm_to_cc(text: str) -> Optional[str]:
     """"sm_86" -> "8.6", "sm_120" -> "12.0", "sm_90a" -> "9.0"."""
     m = re.match(r"^(?:sm|compute)_(\d{1,4})(\d)a?$", text.strip())

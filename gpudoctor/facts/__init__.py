@@ -12,11 +12,19 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict, Optional
 
+from gpudoctor.probes.commands import COMMANDS
+from gpudoctor.requirements import Requirements
 from gpudoctor.snapshot import Snapshot
 
 
 class Missing(Exception):
-    """The fact is not available; ``str(exc)`` says why, for a skip reason."""
+    """The fact could not be read; ``str(exc)`` says why, for a skip reason. A check that needs
+    it cannot tell (the hook answers "unknown")."""
+
+
+class NotApplicable(Missing):
+    """The fact does not exist on this machine, and that is an answer (torch is not installed,
+    nvidia-smi is not installed): a check that needs it does not apply."""
 
 
 _PROVIDERS: Dict[str, Callable[["Facts"], Any]] = {}
@@ -25,9 +33,11 @@ _DOCS: Dict[str, str] = {}
 PROVIDER_MODULES = (
     "gpudoctor.facts.system",
     "gpudoctor.facts.nvidia",
+    "gpudoctor.facts.nvml",
     "gpudoctor.facts.frameworks",
     "gpudoctor.facts.cuda",
     "gpudoctor.facts.cuda_paths",
+    "gpudoctor.facts.host_compiler",
     "gpudoctor.facts.cudnn",
     "gpudoctor.facts.driver",
     "gpudoctor.facts.libraries",
@@ -35,6 +45,11 @@ PROVIDER_MODULES = (
     "gpudoctor.facts.isolation",
     "gpudoctor.facts.devices",
     "gpudoctor.facts.framework_builds",
+    "gpudoctor.facts.kernel",
+    "gpudoctor.facts.fabric",
+    "gpudoctor.facts.gpu_faults",
+    "gpudoctor.facts.dcgm",
+    "gpudoctor.facts.smoke",
 )
 
 
@@ -58,8 +73,6 @@ def command_result(f: "Facts", key: str, require_ok: bool = True):
     like modinfo's "Module nvidia not found"); a command that did not run or timed out
     never counts.
     """
-    from gpudoctor.probes.commands import COMMANDS
-
     res = f.snapshot.command(key)
     if res is None:
         raise Missing(f"{' '.join(COMMANDS.get(key, (key,)))} was not recorded")
@@ -82,9 +95,10 @@ def known_facts() -> Dict[str, str]:
 class Facts:
     """Lazy, cached facts over one snapshot. ``facts["smi"]`` raises Missing when absent."""
 
-    def __init__(self, snapshot: Snapshot):
+    def __init__(self, snapshot: Snapshot, requirements: Optional[Requirements] = None):
         _load_providers()
         self.snapshot = snapshot
+        self.requirements = requirements or Requirements()
         self._values: Dict[str, Any] = {}
         self._errors: Dict[str, BaseException] = {}
 
@@ -116,6 +130,21 @@ class Facts:
             return True
         except Missing:
             return False
+
+    def failure(self, name: str) -> Optional[Missing]:
+        """Why fact ``name`` is missing (the exception, so NotApplicable stays NotApplicable)."""
+        try:
+            self[name]
+            return None
+        except Missing as exc:
+            return exc
+
+    def missing_as(self, name: str, fallback: str) -> Missing:
+        """A Missing to raise for a fact derived from ``name``: same reason, same kind."""
+        exc = self.failure(name)
+        if exc is None:
+            return Missing(fallback)
+        return type(exc)(str(exc) or fallback)
 
     def why_missing(self, name: str) -> Optional[str]:
         try:

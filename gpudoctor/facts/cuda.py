@@ -10,14 +10,42 @@ from typing import Dict, List, Optional, Tuple
 from gpudoctor.facts import Facts, Missing, command_result, fact
 
 
+@dataclass(frozen=True)
+class Nvcc:
+    """What `nvcc --version` says: "Cuda compilation tools, release 12.4, V12.4.131"."""
+
+    release: str   # "12.4"
+    version: str   # "12.4.131"
+
+
 @fact("nvcc")
-def nvcc(f: Facts) -> Dict[str, str]:
+def nvcc(f: Facts) -> Nvcc:
     """The nvcc on PATH and its CUDA release (nvcc --version)."""
     res = command_result(f, "nvcc_version")
     m = re.search(r"release (\d+\.\d+), V([\d.]+)", res.stdout)
     if not m:
         raise Missing("nvcc --version printed no release number")
-    return {"release": m.group(1), "version": m.group(2)}
+    return Nvcc(m.group(1), m.group(2))
+
+
+@dataclass(frozen=True)
+class Link:
+    """A path the probe resolved: /usr/local/cuda -> /etc/alternatives/cuda -> /usr/local/cuda-12.4."""
+
+    path: str
+    target: Optional[str]   # the symlink's own target; None when the path is not a symlink
+    real: str               # where it finally leads
+
+
+@fact("links")
+def links(f: Facts) -> Tuple[Link, ...]:
+    """The symlinks the probe resolved (/usr/local/cuda, nvcc on PATH, libcuda...), sorted by path.
+
+    Missing in snapshots that recorded none: then a CUDA_HOME that leads nowhere cannot be told
+    from one that was not looked at."""
+    if not f.snapshot.links:
+        raise Missing("this snapshot recorded no symlinks")
+    return tuple(Link(path, rec.get("target"), rec.get("real")) for path, rec in sorted(f.snapshot.links.items()))
 
 
 # --- installed toolkits ------------------------------------------------------------------
@@ -83,12 +111,12 @@ def _version_at(snapshot, path: str) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-def nvcc_on_path(f: Facts) -> Optional[Dict[str, str]]:
-    """The first nvcc along PATH (as the probe resolved it): {"path", "real"}, or None if unknown."""
+def nvcc_on_path(f: Facts) -> Optional[Link]:
+    """The first nvcc along PATH as the probe resolved it, or None if unknown."""
     for d in (f.env.get("PATH") or "").split(":"):
         link = f.snapshot.link(f"{d.rstrip('/')}/nvcc") if d.startswith("/") else None
         if link:
-            return {"path": f"{d.rstrip('/')}/nvcc", "real": link["real"]}
+            return Link(f"{d.rstrip('/')}/nvcc", link.get("target"), link["real"])
     return None
 
 
@@ -98,8 +126,8 @@ def _candidates(f: Facts) -> List[str]:
     paths += [p.rsplit("/", 1)[0] for p in snap.paths("*/version.json") + snap.paths("*/version.txt")]
     paths += [f.env[v].rstrip("/") for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if f.env.get(v, "").startswith("/")]
     nvcc = nvcc_on_path(f)
-    if nvcc and nvcc["real"].endswith("/bin/nvcc"):
-        paths.append(nvcc["real"][: -len("/bin/nvcc")])
+    if nvcc and nvcc.real.endswith("/bin/nvcc"):
+        paths.append(nvcc.real[: -len("/bin/nvcc")])
     return [p for p in dict.fromkeys(paths) if snap.link(p) or _version_at(snap, p)[0] or _NAME_VERSION.search(p)
             or p == "/usr/local/cuda"]
 
@@ -114,8 +142,8 @@ def _merge_unresolved(groups: Dict[str, Dict]) -> None:
 
 
 @fact("cuda_toolkits")
-def cuda_toolkits(f: Facts) -> List[Toolkit]:
-    """CUDA toolkits on disk (/usr/local/cuda*, CUDA_HOME, nvcc's own), oldest first; [] if none."""
+def cuda_toolkits(f: Facts) -> Tuple[Toolkit, ...]:
+    """CUDA toolkits on disk (/usr/local/cuda*, CUDA_HOME, nvcc's own), oldest first; () if none."""
     snap = f.snapshot
     groups: Dict[str, Dict] = {}
     for path in _candidates(f):
@@ -139,7 +167,7 @@ def cuda_toolkits(f: Facts) -> List[Toolkit]:
         raise Missing("CUDA toolkit locations were not recorded in this snapshot")
     out = [Toolkit(root, g["version"], g["source"] or "listing:/usr/local", tuple(g["aliases"]))
            for root, g in groups.items()]
-    return sorted(out, key=lambda t: (_version_key(t.version), t.root))
+    return tuple(sorted(out, key=lambda t: (_version_key(t.version), t.root)))
 
 
 def _add_nvcc_toolkit(f: Facts, groups: Dict[str, Dict]) -> None:
@@ -149,14 +177,14 @@ def _add_nvcc_toolkit(f: Facts, groups: Dict[str, Dict]) -> None:
     if not nvcc:
         return
     where = nvcc_on_path(f)
-    if where and any(where["real"].startswith(r + "/") for r in groups):
+    if where and any(where.real.startswith(r + "/") for r in groups):
         return
-    if any((g["version"] or "").startswith(nvcc["release"] + ".") or g["version"] == nvcc["release"]
+    if any((g["version"] or "").startswith(nvcc.release + ".") or g["version"] == nvcc.release
            for g in groups.values()):
         return
-    real = where["real"] if where else "nvcc"
+    real = where.real if where else "nvcc"
     root = real[: -len("/bin/nvcc")] if real.endswith("/bin/nvcc") else real
-    groups[root] = {"aliases": [], "version": nvcc["release"], "source": "command:nvcc_version"}
+    groups[root] = {"aliases": [], "version": nvcc.release, "source": "command:nvcc_version"}
 
 
 def _version_key(version: Optional[str]):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-from gpudoctor.facts import Facts, Missing, fact
+from gpudoctor.facts import Facts, Missing, NotApplicable, fact
 from gpudoctor.facts.cuda import real_path
-from gpudoctor.facts.libraries import libs_named
+from gpudoctor.facts.libraries import CachedLib, libs_named
 
 HEADER_GLOBS = ("/usr/include/cudnn_version.h", "/usr/include/*-linux-gnu/cudnn_version*.h",
                 "/usr/include/cudnn_version_v*.h", "*/include/cudnn_version.h")
@@ -54,15 +54,25 @@ def cudnn_headers(f: Facts) -> List[CudnnHeader]:
     return out
 
 
+@dataclass(frozen=True)
+class Cudnn:
+    """System cuDNN installs: version headers and the libcudnn.so.N the loader finds."""
+
+    headers: Tuple[CudnnHeader, ...]   # each distinct cudnn_version.h
+    libs: Tuple[CachedLib, ...]        # libcudnn.so* entries of `ldconfig -p`
+    lib_majors: Tuple[int, ...]        # the majors of those libraries (libcudnn.so.8 -> 8), sorted
+    ldconfig_recorded: bool            # False: `ldconfig -p` was not recorded, so ``libs`` says nothing
+
+
 @fact("cudnn")
-def cudnn(f: Facts) -> Dict:
+def cudnn(f: Facts) -> Cudnn:
     """System cuDNN: version headers (CUDNN_MAJOR/MINOR/PATCHLEVEL) and libcudnn.so.N in `ldconfig -p`."""
     headers = cudnn_headers(f)
     cache = f.get("ldconfig")
-    libs = libs_named(cache, "libcudnn.so") if cache is not None else []
+    libs = tuple(libs_named(cache, "libcudnn.so")) if cache is not None else ()
     if not headers and not libs:
         why = "" if cache is not None else f" ({f.why_missing('ldconfig')})"
-        raise Missing("no system cuDNN found (no cudnn_version.h, no libcudnn.so.N in the loader cache"
+        raise NotApplicable("no system cuDNN found (no cudnn_version.h, no libcudnn.so.N in the loader cache"
                       f"{why}); pip wheels of torch and TensorFlow bring their own")
     majors = sorted({int(m.group(1)) for lib in libs for m in [re.match(r"libcudnn\.so\.(\d+)", lib.name)] if m})
-    return {"headers": headers, "libs": libs, "lib_majors": majors, "ldconfig_recorded": cache is not None}
+    return Cudnn(tuple(headers), libs, tuple(majors), cache is not None)

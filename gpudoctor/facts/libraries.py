@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List
+from typing import List, Sequence, Tuple
 
 from gpudoctor.facts import Facts, command_result, fact
 
@@ -30,11 +30,11 @@ def parse_ldconfig(text: str) -> List[CachedLib]:
 
 
 @fact("ldconfig")
-def ldconfig(f: Facts) -> List[CachedLib]:
+def ldconfig(f: Facts) -> Tuple[CachedLib, ...]:
     """The dynamic loader's cache (`ldconfig -p`): which libcuda, libcudnn, libcudart it finds."""
-    return parse_ldconfig(command_result(f, "ldconfig_p").stdout)
+    return tuple(parse_ldconfig(command_result(f, "ldconfig_p").stdout))
 
 
-def libs_named(libs: List[CachedLib], prefix: str) -> List[CachedLib]:
+def libs_named(libs: Sequence[CachedLib], prefix: str) -> List[CachedLib]:
     """Entries whose name is ``prefix`` or ``prefix.N...`` ("libcudnn.so" -> libcudnn.so.8, .so.9)."""
     return [lib for lib in libs if lib.name == prefix or lib.name.startswith(prefix + ".")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpudoctor.facts import Facts, Missing, fact
 
@@ -73,14 +73,46 @@ def masked_files(snapshot) -> List[Tuple[str, str]]:
     return hidden
 
 
-@fact("modprobe_rules")
-def modprobe_rules(f: Facts) -> List[ModprobeRule]:
-    """Every rule in the modprobe.d files modprobe reads (same-named files masked by precedence)."""
+@dataclass(frozen=True)
+class ConfFile:
+    """A modprobe.d file as recorded."""
+
+    path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class MaskedFile:
+    """A packaged modprobe.d file that modprobe ignores: a same-named file in an earlier directory replaces it."""
+
+    path: str      # "/usr/lib/modprobe.d/nvidia-utils.conf"
+    by: str        # "/etc/modprobe.d/nvidia-utils.conf"
+    content: str   # what the ignored file says
+
+
+@dataclass(frozen=True)
+class ModprobeFiles:
+    """The modprobe.d files modprobe reads, in its order, and the ones it ignores."""
+
+    read: Tuple[ConfFile, ...]
+    masked: Tuple[MaskedFile, ...]
+
+
+@fact("modprobe_files")
+def modprobe_files(f: Facts) -> ModprobeFiles:
+    """The modprobe.d files modprobe reads (sorted by name, earlier directories winning) and those masked."""
     files = effective_files(f.snapshot)
-    looked = any(f.snapshot.listing(d) is not None for d in MODPROBE_DIRS)
-    if not files and not looked:
+    if not files and not any(f.snapshot.listing(d) is not None for d in MODPROBE_DIRS):
         raise Missing("the modprobe.d directories were not recorded in this snapshot")
-    return [rule for path, content in files for rule in parse_modprobe_conf(content, path)]
+    return ModprobeFiles(tuple(ConfFile(path, content) for path, content in files),
+                         tuple(MaskedFile(hidden, by, f.snapshot.text(hidden) or "")
+                               for hidden, by in masked_files(f.snapshot)))
+
+
+@fact("modprobe_rules")
+def modprobe_rules(f: Facts) -> Tuple[ModprobeRule, ...]:
+    """Every rule in the modprobe.d files modprobe reads (same-named files masked by precedence)."""
+    return tuple(rule for c in f["modprobe_files"].read for rule in parse_modprobe_conf(c.content, c.path))
 
 
 def cmdline_params(cmdline: str) -> Dict[str, List[str]]:
@@ -119,7 +151,7 @@ class ModuleBlock:
     by: Tuple[Tuple[str, str], ...]  # (source, line): "file:/etc/modprobe.d/x.conf", "blacklist nouveau"
 
 
-def module_block(rules: List[ModprobeRule], cmdline: Optional[str], module: str) -> ModuleBlock:
+def module_block(rules: Sequence[ModprobeRule], cmdline: Optional[str], module: str) -> ModuleBlock:
     """Whether modprobe.d or the kernel command line keeps ``module`` from loading, and where."""
     by = [(f"file:{r.source}", r.text) for r in rules if _rule_blocks(r, module)]
     by += [("file:/proc/cmdline", word) for word in _cmdline_blocks(cmdline or "", module)]

@@ -4,13 +4,31 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-from gpudoctor.facts import Facts, Missing, command_result, fact
+from gpudoctor import smi as smi_parser
+from gpudoctor.facts import Facts, Missing, NotApplicable, command_result, fact
 from gpudoctor.runner import CommandResult
 
 # nvidia-smi outputs in order of preference; the XML is the most complete.
 SMI_KEYS = ("nvidia_smi_xml", "nvidia_smi", "nvidia_smi_query", "nvidia_smi_L")
+# What each command prints when it works (besides its failure messages): output of another
+# format came from something that is not nvidia-smi (a stub, a wrapper printing a banner).
+
+
+def expected_format(argv) -> str:
+    """The output format an nvidia-smi command line prints (the parser refuses anything else): `-q -x` XML,
+    `--query-gpu=... --format=csv` CSV, `-q` text, `-L` a listing, no arguments the table."""
+    args = [str(a) for a in argv[1:]]
+    if "-x" in args or "--xml-format" in args:
+        return "xml"
+    if any(a.startswith(("--query-", "--format=csv")) for a in args):
+        return "csv"
+    if "-q" in args or "--query" in args:
+        return "query"
+    if "-L" in args or "--list-gpus" in args:
+        return "list"
+    return "table"
 
 
 def first_line(text: str) -> str:
@@ -27,58 +45,85 @@ def smi_failure(res: CommandResult) -> str:
 
 
 def recorded_smi_key(f: Facts) -> Optional[str]:
-    """The key of the first nvidia-smi command the snapshot recorded (XML first)."""
-    return next((k for k in SMI_KEYS if f.snapshot.command(k) is not None), None)
+    """The key of the first nvidia-smi command the snapshot recorded (XML first), or None."""
+    return f.get("smi_result_key")
 
 
 def smi_key(f: Facts) -> str:
     """The key of the nvidia-smi output the facts were parsed from."""
     parsed = f.get("smi_parsed")
-    return parsed[0] if parsed else (recorded_smi_key(f) or SMI_KEYS[0])
+    return parsed.key if parsed else (recorded_smi_key(f) or SMI_KEYS[0])
+
+
+@dataclass(frozen=True)
+class SmiOutput:
+    """The nvidia-smi output the ``smi`` report was read from."""
+
+    key: str                 # the command key: "nvidia_smi_xml", "nvidia_smi", "nvidia_smi_query", "nvidia_smi_L"
+    report: "smi_parser.SmiReport"
+    result: CommandResult    # how that command ended (a report printed with exit 14 still counts)
+
+
+@fact("smi_result_key")
+def smi_result_key(f: Facts) -> str:
+    """Which nvidia-smi command ``smi_result`` is: the first one recorded, "nvidia_smi_xml" first."""
+    key = next((k for k in SMI_KEYS if f.snapshot.command(k) is not None), None)
+    if key is None:
+        raise Missing("nvidia-smi was not recorded in this snapshot")
+    return key
 
 
 @fact("smi_result")
 def smi_result(f: Facts) -> CommandResult:
     """The recorded `nvidia-smi -q -x` run (how it ended, even when it failed)."""
-    key = recorded_smi_key(f)
-    if key is None:
-        raise Missing("nvidia-smi was not recorded in this snapshot")
-    return f.snapshot.command(key)
+    return f.snapshot.command(f["smi_result_key"])
 
 
 @fact("smi")
 def smi(f: Facts):
     """nvidia-smi's report (SmiReport), parsed from the best output that ran."""
-    return f["smi_parsed"][1]
+    return f["smi_parsed"].report
 
 
 @fact("smi_parsed")
-def smi_parsed(f: Facts):
-    """(command key, SmiReport): which nvidia-smi output the report was read from."""
-    from gpudoctor import smi as smi_parser
-
-    reasons = []
+def smi_parsed(f: Facts) -> SmiOutput:
+    """Which nvidia-smi output the report was read from (SmiOutput: key, report, result)."""
+    reasons, absent = [], []
     for key in SMI_KEYS:
         res = f.snapshot.command(key)
         if res is None:
             continue
+        absent.append(res.error == "not found")
         if not res.ran or res.timed_out:
             reasons.append(smi_failure(res))
             continue
         try:
-            report = smi_parser.parse(res.stdout)
+            report = smi_parser.parse(res.stdout, expect=expected_format(res.argv))
         except smi_parser.SmiParseError as exc:
-            reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` output unreadable: {exc}")
+            reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}` printed something "
+                                                               f"unreadable: {exc}")
             continue
         # A non-zero exit with a full report (exit 14: "infoROM is corrupted") still describes the GPUs.
         if report.gpus or (res.ok and not report.errors):
-            return key, report
+            return SmiOutput(key, report, res)
         reasons.append(smi_failure(res) if not res.ok else f"`{' '.join(res.argv)}`: {report.errors[0]}")
+    if absent and all(absent):  # no nvidia-smi at all: DRV001 judges that; nothing here to read
+        raise NotApplicable(reasons[0])
     raise Missing(reasons[0] if reasons else "nvidia-smi was not recorded in this snapshot")
 
 
+@dataclass(frozen=True)
+class KernelModule:
+    """The loaded NVIDIA kernel module."""
+
+    version: str            # "535.104.05"
+    open: Optional[bool]    # the open-source kernel module ("Open Kernel Module"); None: not said
+    line: str               # the line it was read from, for evidence
+    source: str             # "file:/proc/driver/nvidia/version" or "file:/sys/module/nvidia/version"
+
+
 @fact("kernel_module")
-def kernel_module(f: Facts) -> Dict[str, str]:
+def kernel_module(f: Facts) -> KernelModule:
     """The loaded NVIDIA kernel module's version, from /proc/driver/nvidia/version."""
     rec = f.snapshot.file("/proc/driver/nvidia/version")
     if rec.exists:
@@ -87,26 +132,15 @@ def kernel_module(f: Facts) -> Dict[str, str]:
         line = first_line(rec.content)
         m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", line)
         if m:
-            return {"version": m.group(1), "open": "Open Kernel" in line, "line": line,
-                    "source": "file:/proc/driver/nvidia/version"}
+            return KernelModule(m.group(1), "Open Kernel" in line, line, "file:/proc/driver/nvidia/version")
     sysver = f.snapshot.file("/sys/module/nvidia/version")
     if sysver.exists and sysver.content.strip():
-        return {"version": sysver.content.strip(), "open": None, "line": sysver.content.strip(),
-                "source": "file:/sys/module/nvidia/version"}
-    raise Missing(f"/proc/driver/nvidia/version could not be read ({rec.error}): "
-                  "the NVIDIA kernel module is not loaded, or this is a container or WSL")
-
-
-@fact("nvml")
-def nvml(f: Facts) -> Dict:
-    """NVML readings as recorded (each value or its NVML error name)."""
-    if not f.snapshot.nvml:
-        raise Missing("NVML was not recorded in this snapshot")
-    return f.snapshot.nvml
-
-
-def nvml_value(entry) -> Optional[object]:
-    return entry.get("value") if isinstance(entry, dict) else None
+        return KernelModule(sysver.content.strip(), None, sysver.content.strip(), "file:/sys/module/nvidia/version")
+    if rec.error == "missing":  # read, and not there: no NVIDIA module is loaded in this kernel (an answer)
+        raise NotApplicable("/proc/driver/nvidia/version does not exist: no NVIDIA kernel module is loaded "
+                            "(or this is WSL, whose driver lives in Windows)")
+    raise Missing(f"/proc/driver/nvidia/version could not be read ({rec.error}): cannot tell whether the "
+                  "NVIDIA kernel module is loaded")
 
 
 @dataclass(frozen=True)
@@ -119,7 +153,7 @@ class PciDevice:
 
 
 @fact("pci_gpus")
-def pci_gpus(f: Facts) -> List[PciDevice]:
+def pci_gpus(f: Facts) -> Tuple[PciDevice, ...]:
     """NVIDIA display controllers on the PCI bus (lspci -nnk -d 10de:), with the driver bound."""
     res = command_result(f, "lspci")
     devices: List[PciDevice] = []
@@ -139,20 +173,27 @@ def pci_gpus(f: Facts) -> List[PciDevice]:
                 current["kernel_driver"] = v.strip()
             elif k == "Kernel modules":
                 current["kernel_modules"] = tuple(x.strip() for x in v.split(",") if x.strip())
-    return [PciDevice(**d) for d in devices]
+    return tuple(PciDevice(**d) for d in devices)
+
+
+@dataclass(frozen=True)
+class DriverVersion:
+    """The driver version that nvidia-smi or NVML answered with."""
+
+    version: str   # "550.54.15"
+    source: str    # evidence source: "command:nvidia_smi_xml", "nvml:driver_version"
 
 
 @fact("driver_version")
-def driver_version(f: Facts) -> Dict[str, str]:
+def driver_version(f: Facts) -> DriverVersion:
     """The user-space driver version (nvidia-smi or NVML) and where it came from."""
     report = f.get("smi")
     if report is not None and report.driver_version:
-        return {"version": report.driver_version, "source": f"command:{smi_key(f)}"}
-    nv = f.snapshot.nvml
-    v = nvml_value(nv.get("driver_version")) if nv else None
-    if v:
-        return {"version": str(v), "source": "nvml:driver_version"}
-    raise Missing(f.why_missing("smi") or "no driver version was recorded")
+        return DriverVersion(report.driver_version, f"command:{smi_key(f)}")
+    nv = f.get("nvml")
+    if nv is not None and nv.driver_version:
+        return DriverVersion(nv.driver_version, "nvml:driver_version")
+    raise f.missing_as("smi", "no driver version was recorded")
 
 
 @fact("cuda_driver_max")
@@ -161,8 +202,9 @@ def cuda_driver_max(f: Facts) -> str:
     report = f.get("smi")
     if report is not None and report.cuda_version:
         return report.cuda_version
-    v = nvml_value((f.snapshot.nvml or {}).get("cuda_driver_version"))
-    if isinstance(v, int) and v > 0:
+    nv = f.get("nvml")
+    v = nv.cuda_driver_version if nv is not None else None
+    if v is not None and v > 0:
         return f"{v // 1000}.{(v % 1000) // 10}"
     raise Missing("neither nvidia-smi nor NVML reported the driver's CUDA version")
 
@@ -191,38 +233,34 @@ class Gpu:
 
 
 @fact("gpus")
-def gpus(f: Facts) -> List[Gpu]:
+def gpus(f: Facts) -> Tuple[Gpu, ...]:
     """The GPU inventory: nvidia-smi first, NVML to fill gaps; compute capability from either."""
     report = f.get("smi")
-    nv_devices = (f.snapshot.nvml or {}).get("devices") or []
-    nv_by_bus = {str(nvml_value(d.get("pci_bus_id")) or "").lower(): d for d in nv_devices}
+    nv = f.get("nvml")
+    nv_devices = nv.devices if nv is not None else ()
+    nv_by_bus = {str(d.pci_bus_id or "").lower(): d for d in nv_devices}
     out: List[Gpu] = []
     if report is not None and report.gpus:
         for i, g in enumerate(report.gpus):
-            nvd = nv_by_bus.get((g.pci_bus_id or "").lower()) or (nv_devices[i] if i < len(nv_devices) else {})
-            cc = getattr(g, "compute_cap", None) or nvml_value(nvd.get("compute_cap")) or _cc_from_name(g.name)
+            nvd = nv_by_bus.get((g.pci_bus_id or "").lower()) or (nv_devices[i] if i < len(nv_devices) else None)
+            cc = getattr(g, "compute_cap", None) or (nvd.compute_cap if nvd else None) or _cc_from_name(g.name)
             out.append(Gpu(g.index if g.index is not None else i, g.name, g.uuid, g.pci_bus_id,
                            g.memory_total_mib, g.memory_used_mib, cc, g.mig_mode, tuple(g.mig_devices)))
-        return out
+        return tuple(out)
     for d in nv_devices:
-        mem = nvml_value(d.get("memory")) or {}
-        name = nvml_value(d.get("name"))
-        mig = nvml_value(d.get("mig_mode"))
-        out.append(Gpu(d.get("index", len(out)), name, nvml_value(d.get("uuid")), nvml_value(d.get("pci_bus_id")),
-                       mem.get("total_mib"), mem.get("used_mib"),
-                       nvml_value(d.get("compute_cap")) or _cc_from_name(name),
-                       None if mig is None else ("Enabled" if mig == 1 else "Disabled")))
+        out.append(Gpu(d.index, d.name, d.uuid, d.pci_bus_id, d.memory_total_mib, d.memory_used_mib,
+                       d.compute_cap or _cc_from_name(d.name),
+                       None if d.mig_mode is None else ("Enabled" if d.mig_mode == 1 else "Disabled")))
     if out:
-        return out
-    raise Missing(f.why_missing("smi") or "no GPU inventory was recorded")
+        return tuple(out)
+    raise f.missing_as("smi", "no GPU inventory was recorded")
 
 
 def _cc_from_name(name: Optional[str]) -> Optional[str]:
+    """The compute capability gpudoctor's GPU table gives a model name ("Tesla P100-PCIE-16GB" -> "6.0")."""
     if not name:
         return None
-    try:
-        from gpudoctor import knowledge
-        info = knowledge.gpu_info(name)
-    except (ImportError, AttributeError):
-        return None
+    from gpudoctor import knowledge  # the tables load only when a name must stand in (the hook starts faster)
+
+    info = knowledge.gpu_info(name)
     return info.compute_cap if info else None

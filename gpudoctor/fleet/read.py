@@ -16,9 +16,11 @@ import re
 from collections import Counter
 from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
-from gpudoctor.fleet import MAX_NAMED, Damaged, Node, node_from_report
 from gpudoctor.fleet.fast import fast
+from gpudoctor.fleet.node import Damaged, Node, node_from_report
 from gpudoctor.fleet.split import split
+
+MAX_NAMED = 1000  # unreadable stretches named one by one in the summary; all of them are counted
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"\s*")

@@ -12,10 +12,9 @@ import os
 import tempfile
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from gpudoctor.hook.outcome import Outcome
-from gpudoctor.hook.requirements import CHECK_IDS, State
+from gpudoctor.hook.outcome import Outcome, verdict
 
-STATE_VALUE = {State.OK: 0, State.PROBLEM: 1, State.UNKNOWN: 2}
+STATE_VALUE = {"ok": 0, "problem": 1, "unknown": 2}
 
 
 def _escape(value: object) -> str:
@@ -40,16 +39,14 @@ def _number(value: float) -> str:
 
 
 def render(outcome: Outcome, now: float, gpus: Sequence = (), driver: Optional[str] = None) -> str:
-    """The textfile's content: the verdict, one gauge per requirement, GPU info, timing."""
+    """The textfile's content: the verdict, one gauge per check, GPU info, timing."""
     lines: List[str] = []
     _metric(lines, "gpudoctor_hook_status",
             "Verdict of the last gpudoctor hook run: 0 ok, 1 problem, 2 unknown (the exit code).",
             [((), int(outcome.exit_code))])
-    order = {c: i for i, c in enumerate(CHECK_IDS)}
-    results = sorted(outcome.results, key=lambda r: order.get(r.check, len(order)))
     _metric(lines, "gpudoctor_check_status",
-            "State of each requirement the hook checked: 0 ok, 1 problem, 2 unknown.",
-            [((("check", r.check),), STATE_VALUE[r.state]) for r in results])
+            "State of each check the hook ran (gpudoctor check ids): 0 ok, 1 problem, 2 unknown.",
+            [((("check", f.check_id),), STATE_VALUE[verdict(f, outcome.lenient)]) for f in outcome.findings])
     _metric(lines, "gpudoctor_gpu_info", "GPUs nvidia-smi listed (value is always 1).",
             [((("index", g.index), ("name", g.name or ""), ("uuid", g.uuid or ""), ("driver", driver or "")), 1)
              for g in gpus])

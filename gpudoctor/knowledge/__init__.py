@@ -6,7 +6,10 @@ loaders only read and compare (versions with ``packaging.version.Version``).
 from .archs import arch_covers, toolkit_supports_cc
 from .cuda import (
     DriverRequirement,
+    LegacyBranch,
     cuda_from_driver_api_int,
+    driver_possible,
+    legacy_branch,
     max_cuda_for_driver,
     min_driver_for_cuda,
     toolkit_driver,
@@ -22,7 +25,10 @@ __all__ = [
     "TorchRelease",
     "TorchVariant",
     "arch_covers",
+    "LegacyBranch",
     "cuda_from_driver_api_int",
+    "driver_possible",
+    "legacy_branch",
     "gpu_info",
     "max_cuda_for_driver",
     "min_driver_for_cuda",

@@ -103,3 +103,28 @@ def cuda_from_driver_api_int(n: int) -> str:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1000:
         raise ValueError(f"not a CUDA driver API version: {n!r}")
     return f"{n // 1000}.{n % 1000 // 10}"
+
+
+@dataclass(frozen=True)
+class LegacyBranch:
+    architecture: str
+    last_branch: int            # 470: the driver's major version may not exceed it
+    last_release: Optional[str]
+    source: str
+
+
+def legacy_branch(compute_cap: Optional[str]) -> Optional[LegacyBranch]:
+    """The last driver branch a GPU of this compute capability can run, or None (current branches do)."""
+    if not compute_cap:
+        return None
+    cc = parse_version(compute_cap, "compute capability")
+    for row in load("driver_branches")["legacy"]:
+        if cc <= Version(row["max_compute_cap"]):
+            return LegacyBranch(row["architecture"], row["last_branch"], row["last_release"], row["source"])
+    return None
+
+
+def driver_possible(min_driver: str, compute_cap: Optional[str]) -> bool:
+    """Can a GPU of this compute capability run a driver of at least ``min_driver``?"""
+    branch = legacy_branch(compute_cap)
+    return branch is None or parse_version(min_driver, "driver version").release[0] <= branch.last_branch

@@ -39,6 +39,14 @@ def tf_libraries(cuda: Optional[str], cudnn: Optional[str]) -> List[Tuple[str, O
     return out
 
 
+def tf_optional_library(soname: str) -> Optional[Dict]:
+    """The row of ``optional_libraries`` this library matches (TensorRT's libnvinfer...), or None."""
+    import re
+
+    return next((row for row in load("tf_runtime").get("optional_libraries", ())
+                 if re.search(row["pattern"], soname)), None)
+
+
 def tf_env_rule(name: str) -> Dict:
     """Accepted values of TF_FORCE_GPU_ALLOW_GROWTH / TF_GPU_ALLOCATOR, what else does, and the source."""
     return load("tf_runtime")["env"][name]

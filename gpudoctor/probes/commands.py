@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from typing import Dict, Mapping, Optional, Tuple
 
 from gpudoctor import runner
+from gpudoctor.probes import kernel_log
 
 # nvidia-smi -q -x is the primary source; the table and -L are what users know and paste.
 COMMANDS: Dict[str, Tuple[str, ...]] = {
@@ -20,6 +22,8 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
                          "--query-gpu=index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used",
                          "--format=csv"),
     "nvcc_version": ("nvcc", "--version"),
+    # nvcc's default host compiler: each CUDA release accepts gcc only up to a version (crt/host_config.h).
+    "gcc_version": ("gcc", "--version"),
     # -k adds "Kernel driver in use" (nouveau vs nvidia); vendor 10de is NVIDIA.
     "lspci": ("lspci", "-nnk", "-d", "10de:"),
     "uname_r": ("uname", "-r"),
@@ -28,16 +32,34 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     # The nvidia module on disk for the running kernel: its version (vs the loaded one), its
     # signer (Secure Boot), or "Module nvidia not found" when DKMS did not build it.
     "modinfo_nvidia": ("modinfo", "nvidia"),
+    # The kernel log since boot, for Xid/SXid events: the journal keeps the whole boot where the ring
+    # buffer behind /dev/kmsg and dmesg may have wrapped; only NVIDIA lines are kept (probes.kernel_log).
+    "kernel_journal": ("journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager", "-n", "50000"),
+    "kernel_dmesg": ("dmesg",),
+    # NVLink state per link, and its error counters read twice (DELAYED) to see the ones growing now.
+    "nvidia_smi_nvlink_s": ("nvidia-smi", "nvlink", "-s"),
+    "nvidia_smi_nvlink_e": ("nvidia-smi", "nvlink", "-e"),
+    "nvidia_smi_nvlink_e_later": ("nvidia-smi", "nvlink", "-e"),
+    # NVSwitch systems: the fabric manager service and its version, which must equal the driver's.
+    "fabricmanager_active": ("systemctl", "is-active", "nvidia-fabricmanager"),
+    "fabricmanager_version": ("nv-fabricmanager", "--version"),
 }
 
 # Output kept per stream, a few times what each command prints on a large machine (`nvidia-smi
 # -q -x` is ~40-75 KB per GPU with its processes, the table ~1 KB per GPU plus a line per process,
-# `ldconfig -p` a few hundred KB). A command printing more is cut (and stopped, see runner), so a
-# flood costs the parsers and the bundle's redaction (about 1 s per MiB) little.
-MAX_BYTES: Dict[str, int] = {"nvidia_smi_xml": 2 << 20, "nvidia_smi": 256 << 10, "nvidia_smi_L": 64 << 10,
-                             "nvidia_smi_query": 64 << 10, "nvcc_version": 64 << 10, "lspci": 256 << 10,
-                             "uname_r": 4 << 10, "mokutil_sb_state": 4 << 10, "ldconfig_p": 4 << 20,
-                             "modinfo_nvidia": 256 << 10}
+# `ldconfig -p` a few hundred KB, the journal's kernel log 50,000 lines of ~100-300 bytes, dmesg
+# the ring buffer, read up to 32 MiB as /dev/kmsg is, before their NVIDIA lines are kept). A
+# command printing more is cut (and stopped, see runner), so a flood costs the parsers and the
+# bundle's redaction (about 1 s per MiB) little. Others: 1 MiB.
+MAX_BYTES: Dict[str, int] = {
+    "nvidia_smi_xml": 2 << 20, "nvidia_smi": 256 << 10, "nvidia_smi_L": 64 << 10, "nvidia_smi_query": 64 << 10,
+    "nvcc_version": 64 << 10, "gcc_version": 64 << 10, "lspci": 256 << 10, "uname_r": 4 << 10,
+    "mokutil_sb_state": 4 << 10, "ldconfig_p": 4 << 20, "modinfo_nvidia": 256 << 10,
+    "kernel_journal": 16 << 20, "kernel_dmesg": 32 << 20, "nvidia_smi_nvlink_s": 256 << 10,
+    "fabricmanager_active": 4 << 10, "fabricmanager_version": 64 << 10,
+}
+# Commands that start this many seconds after the others: a second reading to compare with the first.
+DELAYED: Dict[str, float] = {"nvidia_smi_nvlink_e_later": 1.0}
 
 # Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
 _FALLBACK_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
@@ -58,9 +80,13 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
     exe = resolve(argv[0], env.get("PATH"))
     if exe is None:
         return runner.CommandResult(argv, error="not found")
-    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env), max_bytes=MAX_BYTES.get(key, 1 << 20))
+    delay = min(DELAYED.get(key, 0.0), timeout / 2)
+    time.sleep(delay)
+    result = runner.run((exe,) + argv[1:], timeout=timeout - delay, env=_child_env(env),
+                        max_bytes=MAX_BYTES.get(key, 1 << 20))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
-    return dataclasses.replace(result, argv=argv)
+    result = dataclasses.replace(result, argv=argv)
+    return kernel_log.trimmed(result) if key in kernel_log.COMMAND_KEYS else result
 
 
 def _child_env(env: Mapping[str, str]) -> Dict[str, str]:

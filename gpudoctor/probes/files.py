@@ -36,6 +36,7 @@ GLOBS = (
     "/usr/local/cuda*/version.json",
     "/usr/local/cuda*/version.txt",
     "/usr/local/cuda*/include/cudnn_version.h",
+    "/usr/local/cuda*/include/crt/host_config.h",
     "/usr/include/*-linux-gnu/cudnn_version*.h",
     "/usr/include/cudnn_version_v*.h",
     "/proc/driver/nvidia/gpus/*/information",
@@ -61,6 +62,9 @@ LISTINGS = {
     "/usr/lib/powerpc64le-linux-gnu": _DRIVER_LIBS,
     "/usr/lib64": _DRIVER_LIBS,
     "/usr/lib": _DRIVER_LIBS,
+    # How the driver was installed: NVIDIA's .run installer leaves nvidia-uninstall and its log.
+    "/usr/bin": "nvidia-",
+    "/var/log": "nvidia-installer",
 }
 
 # Paths whose symlink target is recorded: which toolkit /usr/local/cuda means, which cuDNN

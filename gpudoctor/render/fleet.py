@@ -61,7 +61,7 @@ def _outliers(rows: List[Dict], limit: int) -> List[str]:
     """One line per (GPU model, attribute, odd value): how many nodes, which, and the majority."""
     if not rows:
         return ["  none"]
-    from gpudoctor.fleet import hostlist
+    from gpudoctor.fleet.summary import hostlist
 
     groups: Dict[tuple, List[str]] = {}
     for o in rows:

@@ -1,4 +1,4 @@
-"""Colour and glyphs: colour only on a terminal, never when NO_COLOR is set."""
+"""Colour and glyphs: colour only on a terminal, never when NO_COLOR is set to a value."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ COLOURS = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.SKIP: "
 
 
 def want_colour(stream: TextIO, forced: Optional[bool] = None) -> bool:
-    """``--color/--no-color`` wins; otherwise colour on a TTY unless NO_COLOR is set (any value)."""
+    """``--color/--no-color`` wins; otherwise colour on a TTY unless NO_COLOR is set to a non-empty
+    value (no-color.org: an empty NO_COLOR, e.g. from ``NO_COLOR= cmd``, does not disable colour)."""
     if forced is not None:
         return forced
-    if "NO_COLOR" in os.environ:
+    if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("TERM") == "dumb":
         return False

@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import shapes
 from .errors import SmiParseError, find_errors
 from .model import SmiGpu, SmiProcess, SmiReport
 from .values import clean, to_bool, to_float, to_int, to_mib, to_mode, to_version
@@ -43,10 +44,13 @@ def _field(cell: str) -> str:
 
 
 def is_header(cells: Sequence[str]) -> bool:
-    """All cells look like query field names and at least one is one gpudoctor reads."""
+    """All cells look like query field names nvidia-smi knows (`name`, `memory.used [MiB]`; a bare
+    word must be one of its few undotted fields) and at least one is a field gpudoctor reads."""
     names = [c.strip() for c in cells]
     known = set(GPU_FIELDS) | {"pid", "driver_version", "count", "timestamp", "process_name"}
-    return all(_FIELD_NAME.match(n) for n in names) and any(_field(n) in known for n in names)
+    fields = [_field(n) for n in names]
+    return (all(_FIELD_NAME.match(n) for n in names) and any(f in known for f in fields)
+            and all(f in shapes.BARE_FIELDS or "." in f or "_" in f for f in fields))
 
 
 def content_lines(text: str) -> List[str]:
@@ -59,9 +63,9 @@ def content_lines(text: str) -> List[str]:
 
 
 _GUESSES = (
-    ("uuid", re.compile(r"^GPU-[0-9a-fA-F-]{8,}$")),
-    ("pci.bus_id", re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")),
-    ("name", re.compile(r"(NVIDIA|Tesla|GeForce|Quadro|TITAN|GRID|Graphics Device)", re.I)),
+    ("uuid", shapes.UUID),
+    ("pci.bus_id", shapes.BUS_ID),
+    ("name", shapes.PRODUCT),
     # only three-part versions: a two-part one ("591.86") is indistinguishable from watts
     ("driver_version", re.compile(r"^\d{3}\.\d{2,3}\.\d{2}$")),
 )
@@ -70,9 +74,13 @@ _GUESSES = (
 def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
     """Field names for a `noheader` CSV from what the cells look like. Only unmistakable
     columns are named (GPU-uuid, bus id, product name, driver version, a leading index);
-    numbers such as memory are left unnamed, because their order cannot be told."""
+    numbers such as memory are left unnamed, because their order cannot be told. Every cell
+    must have a shape nvidia-smi prints (see `shapes`), and a GPU UUID or bus id must be among
+    them: a product name alone is too weak a sign that a line is nvidia-smi's."""
     width = len(rows[0]) if rows else 0
     if width < 2 or any(len(r) != width for r in rows[:-1]):
+        return None
+    if not all(shapes.is_value(cell) for row in (rows[:-1] or rows) for cell in row):  # last: maybe cut
         return None
     names = ["?%d" % i for i in range(width)]  # unnamed columns are ignored
     for i, cell in enumerate(rows[0]):
@@ -80,7 +88,7 @@ def guess_fields(rows: List[List[str]]) -> Optional[List[str]]:
         names[i] = name or names[i]
     if re.match(r"^\d{1,2}$", rows[0][0]) and "?0" == names[0]:
         names[0] = "index"
-    return names if any(n in ("uuid", "pci.bus_id", "name") for n in names) else None
+    return names if any(n in ("uuid", "pci.bus_id") for n in names) else None
 
 
 def _rows(text: str) -> Tuple[List[List[str]], bool]:
@@ -129,6 +137,18 @@ def _records(header: List[str], rows: List[List[str]], cut: bool) -> Tuple[List[
     return [dict(zip(names, row)) for row in rows if len(row) >= len(header)], notes
 
 
+def _fitting(records: List[Dict[str, str]], notes: Tuple[str, ...], cut: bool):
+    """The records, refused when a column gpudoctor reads holds what nvidia-smi never prints there
+    (`name, foo` over `bar, baz` is not a GPU called bar); a last row cut off mid-cell is dropped."""
+    for i, rec in enumerate(records):
+        bad = shapes.misfit(rec)
+        if bad and cut and i == len(records) - 1 and not notes:
+            return records[:-1], ("CSV ends in the middle of a row (output cut off); that row was ignored",)
+        if bad:
+            raise SmiParseError(f"CSV row {i + 1} is not nvidia-smi's ({bad})")
+    return records, notes
+
+
 def _gpu(rec: Dict[str, str], position: int) -> SmiGpu:
     values: Dict[str, object] = {}
     for field, cell in rec.items():
@@ -157,7 +177,7 @@ def _header(rows: List[List[str]], fields: Optional[Sequence[str]]) -> Tuple[Lis
         return [f.strip() for f in (fields.split(",") if isinstance(fields, str) else fields)], 0, ()
     guessed = guess_fields(rows)
     if guessed is None:
-        raise SmiParseError("CSV has no header line and no GPU uuid, bus id or name column")
+        raise SmiParseError("CSV has no header line and no GPU uuid or bus id column")
     return guessed, 0, ("CSV without header: only index, name, uuid, bus id and driver version were read",)
 
 
@@ -169,7 +189,7 @@ def parse_csv(text: str, fields: Optional[Sequence[str]] = None) -> SmiReport:
     if not rows:
         raise SmiParseError("empty CSV")
     header, used, notes = _header(rows, fields)
-    records, cut_note = _records(header, rows[used:], cut)
+    records, cut_note = _fitting(*_records(header, rows[used:], cut), cut)
     first = records[0] if records else {}
     if "pid" in first:
         gpus, processes = (), tuple(_process(r) for r in records)

@@ -95,19 +95,35 @@ def _parse_bundle(text: str) -> Optional[SmiReport]:
     return bundle.merge(reports, version_text)
 
 
-def parse(text: str) -> SmiReport:
+def parse(text: str, expect: Optional[str] = None) -> SmiReport:
     """Parse any nvidia-smi output, detecting its format. Failure messages ("No devices
     were found", "Failed to initialize NVML: ...") give a report with `errors` and no GPUs;
-    input that is not nvidia-smi output at all raises SmiParseError."""
+    input that is not nvidia-smi output at all raises SmiParseError. With ``expect`` (a key of
+    PARSERS: what the command that printed it was asked for), any other format is refused:
+    `nvidia-smi -q -x` prints XML or a failure message, never a CSV line."""
     text = normalise(text)
     check_readable(text)
-    report = _parse_bundle(text)
+    report = _parse_bundle(text) if expect is None else None
     if report is not None:
-        return report
+        return _substantial(report)
     kind = sniff(text)
     if kind is None:
         raise SmiParseError("no nvidia-smi output recognised (not XML, table, -q, -L or CSV)")
-    return _parse_one(text, kind)
+    if expect is not None and kind not in (expect, "error"):
+        raise SmiParseError(f"expected nvidia-smi's {expect} output, found something that looks like {kind}")
+    return _substantial(_parse_one(text, kind))
+
+
+def _substantial(report: SmiReport) -> SmiReport:
+    """nvidia-smi always names something: a GPU by bus id, UUID or name (a CSV may query only
+    numbers), a driver version, a GPU count, a process, or one of its failure messages. A parse
+    that found none of these read something that merely resembles nvidia-smi's output."""
+    if report.format != "csv" and any(not (g.name or g.uuid or g.pci_bus_id) for g in report.gpus):
+        raise SmiParseError("a GPU without bus id, UUID or name: not nvidia-smi's output")
+    if not (report.gpus or report.processes or report.errors or report.driver_version
+            or report.attached_gpus is not None):
+        raise SmiParseError("nothing nvidia-smi prints was found (no GPU, driver version or failure message)")
+    return report
 
 
 def _unquote(line: str) -> str:

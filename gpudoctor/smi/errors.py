@@ -8,22 +8,10 @@ still listed). Those sentences are the diagnosis, so they are kept verbatim.
 import re
 from typing import Dict, List, Tuple
 
-# Each pattern matches one line nvidia-smi (or the driver it talks to) prints.
-_ERROR = re.compile("|".join("(?:%s)" % p for p in (
-    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
-    r"Failed to initialize NVML",
-    r"^No devices were found",
-    r"Unable to determine the device handle for (GPU|gpu)",
-    r"GPU has fallen off the bus",
-    r"GPU is lost\.",
-    r"NVIDIA-SMI couldn't find libnvidia-ml\.so",
-    r"NVML library version:",
-    r"^Unable to determine the number of devices",
-)), re.IGNORECASE)
-# The distinctive words of the messages above (lower case), to skip the line-by-line scan
-# quickly: substring tests on the lowered text, 100x faster than a case-blind regex.
-_KEYWORDS = ("nvidia-smi has failed", "nvml", "no devices were found", "device handle", "fallen off the bus",
-             "gpu is lost", "libnvidia-ml", "number of devices")
+from gpudoctor.knowledge.smi_failures import any_failure
+
+# The failure sentences themselves live in one table shared with DRV001 and explain
+# (knowledge/data/nvidia_smi_failures.json).
 
 
 class SmiParseError(ValueError):
@@ -32,13 +20,11 @@ class SmiParseError(ValueError):
 
 def find_errors(lines: List[str]) -> Tuple[str, ...]:
     """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
+    pattern = any_failure()
     found: Dict[str, None] = {}  # an ordered set: a list's `in` made 20,000 distinct lines cost 15 s
-    text = "\n".join(lines).lower()
-    if not any(word in text for word in _KEYWORDS):
-        return ()
     for line in lines:
         text = line.strip().strip("|").strip()
-        if len(text) <= 400 and text not in found and _ERROR.search(text):
+        if text and len(text) <= 400 and text not in found and pattern.search(text):
             found[text] = None
     return tuple(found)
 

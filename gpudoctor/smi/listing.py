@@ -12,9 +12,11 @@ from .errors import SmiParseError, find_errors, find_warnings
 from .model import SmiGpu, SmiMigDevice, SmiReport
 from .values import to_int
 
-# Greedy `(.*)` before a literal: the lazy `(.*?)\s+\(UUID` it replaces was quadratic in a
-# run of blanks. The name's surrounding blanks are stripped in code.
-GPU_LINE = re.compile(r"^\s*GPU\s+(\d+):\s(.*)\(UUID:\s*(GPU-[0-9A-Za-z-]+)\)\s*$")
+# The UUID is always the full 8-4-4-4-12 hex form (anonymised bundles keep that shape too).
+# Greedy `(.*)` before a literal: a lazy `(.*?)\s+\(UUID` was quadratic in a run of blanks;
+# the name's surrounding blanks are stripped in code.
+GPU_LINE = re.compile(r"^\s*GPU\s+(\d{1,4}):\s(.*)\(UUID:\s*"
+                      r"(GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\s*$")
 # R450-R460: "MIG 3g.20gb Device 0: (UUID: MIG-GPU-<gpu uuid>/7/0)";
 # R470+:     "MIG 1g.10gb     Device  0: (UUID: MIG-4d0efb7d-...)".
 MIG_LINE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s+\(UUID:\s*(MIG-[0-9A-Za-z/-]+)\)\s*$")

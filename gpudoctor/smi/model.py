@@ -56,6 +56,16 @@ class SmiGpu(_ToDict):
     remapped_rows_pending: Optional[bool] = None
     ecc_uncorrected_volatile: Optional[int] = None
     mig_devices: Tuple[SmiMigDevice, ...] = ()
+    product_brand: Optional[str] = None     # "NVIDIA" / "Tesla" (data-center boards), "GeForce", "Quadro" ...
+    pcie_gen_current: Optional[int] = None  # idle GPUs drop the generation to save power
+    pcie_gen_max: Optional[int] = None      # the highest this GPU and system allow, says nvidia-smi
+    pcie_width_current: Optional[int] = None  # lanes: 16 for "16x"
+    pcie_width_max: Optional[int] = None
+    utilization_pct: Optional[int] = None   # GPU utilisation; None in MIG mode ("N/A")
+    # Active clock event ("throttle") reasons by id: "gpu_idle", "hw_slowdown", "sw_thermal_slowdown" ...;
+    # () when none is active, None when the output has no such section.
+    clock_events: Optional[Tuple[str, ...]] = None
+    remapped_rows_failure: Optional[bool] = None  # "Remapping Failure Occurred": no spare rows left
 
 
 @dataclass(frozen=True)

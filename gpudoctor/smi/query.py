@@ -79,6 +79,34 @@ def _ecc_uncorrected(gpu: _Node) -> Optional[int]:
     return sum(parts) if parts else None
 
 
+# `-q` labels of the clock event reasons -> the ids the XML uses (`clocks_event_reason_<id>`).
+_REASONS = {"Idle": "gpu_idle", "Applications Clocks Setting": "applications_clocks_setting",
+            "SW Power Cap": "sw_power_cap", "HW Slowdown": "hw_slowdown", "HW Thermal Slowdown": "hw_thermal_slowdown",
+            "HW Power Brake Slowdown": "hw_power_brake_slowdown", "Sync Boost": "sync_boost",
+            "SW Thermal Slowdown": "sw_thermal_slowdown", "Display Clock Setting": "display_clocks_setting"}
+
+
+def _clock_events(gpu: _Node) -> Optional[Tuple[str, ...]]:
+    """Active reasons under `Clocks Throttle Reasons` (up to 530) or `Clocks Event Reasons` (535+);
+    the HW thermal and power-brake slowdowns are nested under `HW Slowdown`. 570+ also print
+    `Clocks Event Reasons Counters` (microseconds), which is not a state."""
+    section = next((c for c in gpu.children if c.key in ("Clocks Event Reasons", "Clocks Throttle Reasons")), None)
+    if section is None:
+        return None
+    states, stack = {}, list(section.children)
+    while stack:
+        node = stack.pop(0)
+        stack[:0] = node.children
+        if node.key in _REASONS and clean(node.value) is not None:
+            states[_REASONS[node.key]] = node.value.strip().lower() == "active"
+    return tuple(r for r, on in states.items() if on) if states else None
+
+
+def _lanes(text: Optional[str]) -> Optional[int]:
+    """`16x` -> 16."""
+    return to_int((text or "").rstrip("xX "))
+
+
 def _mig_devices(gpu: _Node, index: int) -> Tuple[SmiMigDevice, ...]:
     """`MIG Device` entries: under `MIG Devices` up to 535, directly under the GPU on 590.
     `-q` prints no profile name and no MIG UUID (`-L` does)."""
@@ -113,7 +141,18 @@ def _gpu(gpu: _Node, index: int) -> SmiGpu:
         remapped_rows_pending=to_bool(gpu.get("Remapped Rows/Pending")),
         ecc_uncorrected_volatile=_ecc_uncorrected(gpu),
         mig_devices=_mig_devices(gpu, index),
+        product_brand=gpu.get("Product Brand"),
+        pcie_gen_current=to_int(gpu.get(_LINK + "PCIe Generation/Current")),
+        pcie_gen_max=to_int(gpu.get(_LINK + "PCIe Generation/Max")),
+        pcie_width_current=_lanes(gpu.get(_LINK + "Link Width/Current")),
+        pcie_width_max=_lanes(gpu.get(_LINK + "Link Width/Max")),
+        utilization_pct=to_int(gpu.get("Utilization/Gpu", "Utilization/GPU")),  # "GPU" from 590 on
+        clock_events=_clock_events(gpu),
+        remapped_rows_failure=to_bool(gpu.get("Remapped Rows/Remapping Failure Occurred")),
     )
+
+
+_LINK = "PCI/GPU Link Info/"
 
 
 def _processes(gpu: _Node, index: int, uuid: Optional[str]) -> List[SmiProcess]:

@@ -8,6 +8,7 @@ note) at MAX_DEPTH levels of nesting or MAX_ELEMENTS elements. nvidia-smi nests 
 prints about 1,000 elements per GPU; 7 MB of nested tags once took 459 MB of memory.
 """
 
+import re
 import xml.etree.ElementTree as ET
 from typing import List, Optional, Tuple
 
@@ -48,6 +49,23 @@ def _retired_pending(gpu: ET.Element) -> Optional[bool]:
     return to_bool(_text(gpu, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"))
 
 
+def _clock_events(gpu: ET.Element) -> Optional[Tuple[str, ...]]:
+    """Active clock reasons: `<clocks_throttle_reasons>` up to 530, `<clocks_event_reasons>` from
+    535 on; each child is `Active` / `Not Active` (`N/A` on GPUs without the reason, e.g. 384's GT 730)."""
+    section = gpu.find("clocks_event_reasons")
+    section = gpu.find("clocks_throttle_reasons") if section is None else section
+    states = {re.sub(r"^clocks_(?:event|throttle)_reason_", "", child.tag): clean(child.text)
+              for child in (section if section is not None else ())}
+    if not any(states.values()):
+        return None
+    return tuple(reason for reason, state in states.items() if (state or "").lower() == "active")
+
+
+def _lanes(text: Optional[str]) -> Optional[int]:
+    """`16x` -> 16."""
+    return to_int((text or "").rstrip("xX "))
+
+
 def _mig_devices(gpu: ET.Element, index: int) -> Tuple[SmiMigDevice, ...]:
     """`<mig_devices>` (DTD v11+); the XML has neither the profile name nor the MIG UUID."""
     return tuple(SmiMigDevice(
@@ -85,7 +103,18 @@ def _gpu(gpu: ET.Element, index: int) -> SmiGpu:
         remapped_rows_pending=to_bool(_text(gpu, "remapped_rows/remapped_row_pending")),
         ecc_uncorrected_volatile=_ecc_uncorrected(gpu),
         mig_devices=_mig_devices(gpu, index),
+        product_brand=_text(gpu, "product_brand"),
+        pcie_gen_current=to_int(_text(gpu, _LINK + "pcie_gen/current_link_gen")),
+        pcie_gen_max=to_int(_text(gpu, _LINK + "pcie_gen/max_link_gen")),
+        pcie_width_current=_lanes(_text(gpu, _LINK + "link_widths/current_link_width")),
+        pcie_width_max=_lanes(_text(gpu, _LINK + "link_widths/max_link_width")),
+        utilization_pct=to_int(_text(gpu, "utilization/gpu_util")),
+        clock_events=_clock_events(gpu),
+        remapped_rows_failure=to_bool(_text(gpu, "remapped_rows/remapped_row_failure")),
     )
+
+
+_LINK = "pci/pci_gpu_link_info/"
 
 
 def _processes(gpu: ET.Element, index: int, uuid: Optional[str]) -> List[SmiProcess]:

@@ -1,0 +1,163 @@
+"""How often `gpudoctor explain` names the right problem family, on sets of real error texts.
+
+    python bench/explain_accuracy.py                       # every set below, frozen test set included
+    python bench/explain_accuracy.py --sets dev eval tune  # the sets that may be tuned to
+    python bench/explain_accuracy.py --misses tune         # ids of the tune set's misses (never the frozen set)
+    python bench/explain_accuracy.py --sets round2-a round2-b   # a round's own hold-out (see below)
+
+Sets: fixtures/errors-dev/cases.jsonl (dev), tests/data/explain_eval.jsonl (eval, lines of
+``text``/``family``), fixtures/errors-real/tune.jsonl (tune) and
+fixtures/errors-real/frozen-test-3.jsonl (frozen: never read case by case; this script prints only
+aggregate figures for it, and refuses ``--misses`` on it), fixtures/errors-real/round1-frozen.jsonl
+(round1: round 1's frozen set, tunable from round 2 on) and fixtures/errors-real/round2-frozen.jsonl
+(round2: round 2's frozen set, frozen-test-2, measured once at 124/161 and tunable from round 3 on).
+round1-a and round1-b are round1's two halves, split by thread (``sha256("round2:" + lowercased source
+URL without fragment)``, even or odd); round2-a and round2-b split round2 the same way with the salt
+"round3:". A round tunes to one half and holds the other out, measuring it only at milestones.
+
+Scoring rule (fixed before the first run):
+- The input is the case's error text, run in-process through ``explain_text`` with the
+  ``--context`` flags a user would give for where it ran (container / wsl / windows, read from
+  the case's ``environment`` exactly as tests/test_explain_cases.py does; never the answer).
+  The column "top-1 text only" repeats top-1 with no flags at all.
+- A case's families are its ``categories`` (primary first) or its one ``family``.
+- Environment case (primary family is not ``not_env_problem``): top-1 is right when explain's
+  first diagnosis has the primary family or one of the case's listed categories; top-3 when one
+  of the first three diagnoses does; "no answer" when explain gives no diagnosis at all (a note
+  alone is no answer).
+- Negative case (primary ``not_env_problem``): right when explain gives no diagnosis (a note -
+  program bug or harmless warning - is fine); any diagnosis is a false claim. Top-1 and top-3 of a
+  negative case are that same outcome.
+- Overall top-1/top-3 count every case, negatives included; the table also gives environment
+  cases alone.
+Only aggregate numbers are printed, never case texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+NOT_ENV = "not_env_problem"
+SETS = {
+    "dev": ROOT / "fixtures" / "errors-dev" / "cases.jsonl",
+    "eval": ROOT / "tests" / "data" / "explain_eval.jsonl",
+    "tune": ROOT / "fixtures" / "errors-real" / "tune.jsonl",
+    "round1": ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl",
+    "round2": ROOT / "fixtures" / "errors-real" / "round2-frozen.jsonl",
+    "frozen": ROOT / "fixtures" / "errors-real" / "frozen-test-3.jsonl",
+}
+# Halves of a retired frozen set, split by thread with the salt of the round that split it.
+HALVES = {"round1-a": ("round1", 0, "round2:"), "round1-b": ("round1", 1, "round2:"),
+          "round2-a": ("round2", 0, "round3:"), "round2-b": ("round2", 1, "round3:")}
+FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
+
+
+def half(source: str, salt: str = "round2:") -> int:
+    """0 or 1: which half of a set a thread's case falls in (fixed by the thread, not by the case)."""
+    key = salt + source.split("#", 1)[0].strip().lower()
+    return hashlib.sha256(key.encode()).digest()[-1] % 2
+
+
+def cases_of(name: str) -> List[dict]:
+    if name in HALVES:
+        whole, which, salt = HALVES[name]
+        return [c for c in load(SETS[whole]) if half(c["source"], salt) == which]
+    return load(SETS[name])
+
+
+def load(path: Path) -> List[dict]:
+    """Cases as {id, text, families, environment}; both file formats (cases.jsonl, text/family)."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        families = list(raw.get("categories") or [raw["family"]])
+        out.append({"id": raw.get("id") or raw.get("source") or f"line {n}", "source": raw.get("source") or "",
+                    "text": raw.get("error_text", raw.get("text")),
+                    "families": families, "environment": raw.get("environment") or {}})
+    return out
+
+
+def outcome(case: dict) -> Dict[str, bool]:
+    from gpudoctor.explain.pipeline import explain_text
+    from tests.test_explain_cases import context_flags
+
+    got = [d.family for d in explain_text(case["text"], flags=context_flags(case["environment"])).diagnoses]
+    plain = [d.family for d in explain_text(case["text"]).diagnoses]
+    wanted = set(case["families"])
+    if case["families"][0] == NOT_ENV:
+        return {"top1": not got, "top3": not got, "plain": not plain, "claim": bool(got), "none": False, "got": got}
+    return {"top1": bool(got) and got[0] in wanted, "top3": bool(wanted & set(got[:3])),
+            "plain": bool(plain) and plain[0] in wanted, "claim": False, "none": not got, "got": got}
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k:>3}/{n:<3} {100 * k / n:5.1f}%" if n else "      -      "
+
+
+def table(name: str, cases: List[dict], results: List[dict]) -> str:
+    rows: Dict[str, List[dict]] = defaultdict(list)
+    for case, res in zip(cases, results):
+        rows[case["families"][0]].append(res)
+    env = [r for c, r in zip(cases, results) if c["families"][0] != NOT_ENV]
+    neg = rows.get(NOT_ENV, [])
+    head = f"{'family':<30} {'n':>4}  {'top-1':<13} {'top-3':<13} {'no answer':<13} {'false claims':<13}"
+    out = [f"== {name}: {len(cases)} cases", head, "-" * len(head)]
+    for family in sorted(rows):
+        rs = rows[family]
+        n = len(rs)
+        if family == NOT_ENV:
+            out.append(f"{family:<30} {n:>4}  {_pct(sum(r['top1'] for r in rs), n)} {'':<13} {'':<13} "
+                       f"{_pct(sum(r['claim'] for r in rs), n)}")
+        else:
+            out.append(f"{family:<30} {n:>4}  {_pct(sum(r['top1'] for r in rs), n)} {_pct(sum(r['top3'] for r in rs), n)} "
+                       f"{_pct(sum(r['none'] for r in rs), n)}")
+    out.append("-" * len(head))
+    n = len(results)
+    out.append(f"{'environment cases':<30} {len(env):>4}  {_pct(sum(r['top1'] for r in env), len(env))} "
+               f"{_pct(sum(r['top3'] for r in env), len(env))} {_pct(sum(r['none'] for r in env), len(env))}")
+    out.append(f"{'negatives (not_env_problem)':<30} {len(neg):>4}  {_pct(sum(r['top1'] for r in neg), len(neg))} "
+               f"{'':<13} {'':<13} {_pct(sum(r['claim'] for r in neg), len(neg))}")
+    out.append(f"{'ALL':<30} {n:>4}  {_pct(sum(r['top1'] for r in results), n)} "
+               f"{_pct(sum(r['top3'] for r in results), n)}")
+    out.append(f"{'ALL, top-1 text only':<30} {n:>4}  {_pct(sum(r['plain'] for r in results), n)}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", nargs="+", choices=sorted({*SETS, *HALVES}), default=list(SETS))
+    ap.add_argument("--misses", choices=sorted({*SETS, *HALVES} - set(FROZEN)),
+                    help="list the ids, expected and found families of one tunable set's misses")
+    args = ap.parse_args(argv)
+    if args.misses:
+        cases = cases_of(args.misses)
+        for case in cases:
+            res = outcome(case)
+            if not res["top1"]:
+                print(f"{case['id']}: want {case['families']}, got {res['got'][:4]}")
+        return 0
+    for name in args.sets:
+        path = SETS[HALVES[name][0] if name in HALVES else name]
+        if not path.is_file():  # the frozen set of the next round may not be collected yet
+            print(f"== {name}: {path.relative_to(ROOT)} is not there yet")
+            continue
+        cases = cases_of(name)
+        label = f"{name} ({path.relative_to(ROOT)}{', half ' + str(HALVES[name][1]) if name in HALVES else ''})"
+        print(table(label, cases, [outcome(c) for c in cases]))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

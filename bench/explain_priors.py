@@ -1,0 +1,104 @@
+"""Count the priors of explain's differential diagnoses from real cases, and check or write them.
+
+    python bench/explain_priors.py            # exit 1 and say which, if a stored count is stale
+    python bench/explain_priors.py --write    # store the counts in gpudoctor/knowledge/signatures/*.json
+
+A signature with a differential (``tell_apart`` on itself and on its alternatives) ranks the
+causes of its message by how often each was the cause in real threads. The count of a
+candidate family is the number of cases of fixtures/errors-dev/cases.jsonl,
+fixtures/errors-real/tune.jsonl, fixtures/errors-real/round1-frozen.jsonl (round 1's frozen set, tunable
+from round 2 on) and tests/data/explain_eval.jsonl whose text the signature
+matches and whose primary family is that candidate; ``threads`` lists their issue threads,
+and the signature's ``prior_of`` is how many of those cases it matched in all (causes that
+are no candidate included). The frozen test set is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SETS = (ROOT / "fixtures" / "errors-dev" / "cases.jsonl", ROOT / "fixtures" / "errors-real" / "tune.jsonl",
+        ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl", ROOT / "tests" / "data" / "explain_eval.jsonl")
+FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
+
+
+def cases() -> List[Tuple[str, str, str]]:
+    """(text, primary family, thread) of every case the priors may be counted from."""
+    out = []
+    for path in SETS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                raw = json.loads(line)
+                family = (raw.get("categories") or [raw.get("family")])[0]
+                out.append((raw.get("error_text", raw.get("text")), family, raw["source"]))
+    return out
+
+
+def count() -> Dict[str, Dict]:
+    """signature id -> {"of": matched cases, "threads": {family: [thread, ...]}} for differential signatures."""
+    from gpudoctor.explain import catalog
+    from gpudoctor.explain.scan import Scanner
+
+    cat = catalog.load()
+    wanted = {s.id for s in cat.signatures if s.differential}
+    out: Dict[str, Dict] = {sid: {"of": 0, "threads": defaultdict(list)} for sid in wanted}
+    for text, family, thread in cases():
+        scanner = Scanner(cat)
+        scanner.feed(text.encode("utf-8"))
+        for sid in set(scanner.finish().hits) & wanted:
+            out[sid]["of"] += 1
+            out[sid]["threads"][family].append(thread)
+    return out
+
+
+def _prior(counts: Dict, family: str) -> Dict:
+    threads = sorted(counts["threads"].get(family, []))
+    return {"count": len(threads), "threads": threads}
+
+
+def update(doc: Dict, counts: Dict[str, Dict]) -> bool:
+    """Store the counts in one signature file's document; True when something changed."""
+    before = json.dumps(doc, sort_keys=True)
+    for raw in doc.get("signatures", ()):
+        got = counts.get(raw["id"])
+        if got is None:
+            continue
+        raw["prior_of"] = got["of"]
+        raw["prior"] = _prior(got, raw.get("family", doc.get("family")))
+        for alt in raw.get("alternatives") or ():
+            if "tell_apart" in alt:
+                alt["prior"] = _prior(got, alt["family"])
+    return json.dumps(doc, sort_keys=True) != before
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="store the counts in the signature files")
+    args = ap.parse_args(argv)
+    counts = count()
+    stale = []
+    for path in sorted(FOLDER.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if update(doc, counts):
+            stale.append(path.name)
+            if args.write:
+                path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for sid, got in sorted(counts.items()):
+        shown = ", ".join(f"{f} {len(t)}" for f, t in sorted(got["threads"].items(), key=lambda x: -len(x[1])))
+        print(f"{sid}: {got['of']} cases: {shown}")
+    if stale and not args.write:
+        print(f"stale priors in {', '.join(stale)}: run with --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

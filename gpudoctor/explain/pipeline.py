@@ -1,0 +1,98 @@
+"""Run the explain pipeline over inputs: scan, read context, diagnose (the API commands and tests call)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Dict, Iterable, List, Optional
+
+from gpudoctor.explain import catalog as _catalog
+from gpudoctor.explain.context import Context, read_flags, read_machine, read_text
+from gpudoctor.explain.diagnose import Diagnoser, Diagnosis, Hit, Note, typed_values
+from gpudoctor.explain.sources import BadInput, Source, resolve, scan
+
+# A log of any size is read at hundreds of MB/s; a hostile one (every line an error, a gzip
+# bomb of distinct messages) is cut here and its diagnosis says so.
+TIME_LIMIT_S = 60.0
+
+__all__ = ["BadInput", "Diagnosis", "Note", "Result", "explain", "explain_text", "resolve"]
+
+
+@dataclass
+class Result:
+    diagnoses: List[Diagnosis]
+    notes: List[Note]
+    context: Context
+    inputs: List[Dict[str, Any]] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.diagnoses else 1
+
+
+def _hits(source: Source, result, catalog) -> List[Hit]:
+    hits = []
+    for sig_id, h in result.hits.items():
+        sig = catalog.by_id[sig_id]
+        hits.append(Hit(sig, source.name, list(h.lines), h.count, h.excerpt, typed_values(sig, h.values),
+                        [(source.name, n) for n in h.lines]))
+    return hits
+
+
+def _context_text(result) -> str:
+    windows = [w for h in result.hits.values() for w in h.windows]
+    return "\n".join([result.head.decode("utf-8", "replace")] + windows)
+
+
+def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
+            catalog=None, jobs: Optional[int] = None, time_limit: Optional[float] = TIME_LIMIT_S) -> Result:
+    """Scan every source and diagnose them together (one log split over several files is one story).
+
+    Reading stops after ``time_limit`` seconds (None: no limit); what was read is diagnosed,
+    and each input cut short says so (``stopped`` in its input entry, and a warning)."""
+    catalog = catalog or _catalog.load()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    ctx = Context()
+    read_flags(ctx, flags, "--context")
+    if facts is not None:
+        read_machine(ctx, facts)
+    hits: List[Hit] = []
+    inputs, warnings = [], []
+    for source in sources:
+        if deadline is not None and time.monotonic() > deadline:
+            inputs.append({"name": source.name, "kind": source.kind, "bytes": 0, "lines": 0,
+                           "stopped": f"not read: the time limit of {time_limit:g} s was reached before it"})
+            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
+            continue
+        result = scan(source, catalog, stdin, jobs, deadline)
+        read_text(ctx, _context_text(result), catalog)
+        hits.extend(_hits(source, result, catalog))
+        inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
+        warnings.extend(source.notes)
+        if result.stopped_at is not None:
+            inputs[-1]["stopped"] = (f"stopped after {time_limit:g} s (the time limit), "
+                                     f"{result.stopped_at / 2 ** 20:.1f} MiB in: the rest was not read, "
+                                     "and errors in it are not diagnosed")
+            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
+    merged = _merge_hits(hits)
+    diagnoses, notes = Diagnoser(catalog, ctx, facts).run(merged)
+    return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _merge_hits(hits: List[Hit]) -> List[Hit]:
+    """One Hit per signature across inputs: the first input's lines and values, every occurrence."""
+    by_id: Dict[str, Hit] = {}
+    for h in hits:
+        first = by_id.get(h.sig.id)
+        if first is None:
+            by_id[h.sig.id] = h
+        else:
+            first.count += h.count
+            first.occurrences.extend(h.occurrences)
+    return list(by_id.values())
+
+
+def explain_text(text: str, flags: Iterable[str] = (), facts=None) -> Result:
+    """Explain one error message or log given as a string (the API tests and other tools use)."""
+    return explain([Source("<text>", "text", text=text)], flags, facts)

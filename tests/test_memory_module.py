@@ -1,0 +1,86 @@
+"""--torch-module: the module is built on the meta device in a child python, never in gpudoctor's process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpudoctor.memory import torch_module
+
+HERE = Path(__file__).resolve().parent / "data" / "memory"
+ENV = dict(os.environ, PYTHONPATH=str(HERE))
+
+
+def spec(target):
+    return torch_module.spec_from_child(torch_module.run_child(target, sys.executable, ENV, 120), target)
+
+
+def test_counts_parameters_and_shapes_on_the_meta_device():
+    s = spec("tiny_model:build")
+    assert s.params == 83_562 and s.trainable_params == 83_562
+    assert sorted(s.matrices) == [(10, 256), (256, 64), (1000, 64)]
+    assert s.vector_params == 256 + 10 + 128 + 8 + 216       # biases, LayerNorm, and the 4-D conv kernel
+    assert s.source == "torch module tiny_model:build (TinyNet)" and s.notes == ()
+
+
+def test_frozen_parameters_are_not_trained():
+    s = spec("tiny_model:build_frozen_embedding")
+    assert (s.params, s.trainable_params) == (83_562, 19_562)
+
+
+def test_a_40_gb_module_costs_no_memory_and_little_time():
+    start = time.monotonic()
+    s = spec("tiny_model:build_huge")
+    assert s.params == 10_000_100_000
+    assert time.monotonic() - start < 60          # allocating 40 GB for real would fail or take far longer
+
+
+def test_torch_is_never_imported_in_gpudoctors_process():
+    code = ("import os, sys; from gpudoctor.memory import torch_module as t; "
+            "a = t.run_child('tiny_model:MODULE', sys.executable, os.environ, 120); "
+            "print(t.spec_from_child(a, 'tiny_model:MODULE').params, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=180)
+    assert out.stdout.split() == ["83562", "False"], out.stderr      # a class is a callable too
+
+
+@pytest.mark.parametrize("target,message", [
+    ("tiny_model:not_a_module", "tiny_model:not_a_module returned int, not a torch.nn.Module"),
+    ("tiny_model:broken", "RuntimeError: weights file missing"),
+    ("no_such_module_xyz:build", "ModuleNotFoundError"),
+])
+def test_failures_are_one_line(target, message):
+    with pytest.raises(ValueError, match=message):
+        spec(target)
+
+
+def test_target_must_be_module_colon_callable():
+    with pytest.raises(ValueError, match="write MODULE:CALLABLE"):
+        torch_module.run_child("tiny_model.build", sys.executable, ENV, 10)
+
+
+def test_a_python_that_gives_no_answer(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'Fatal Python error: init failed' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(ValueError, match="gave no answer \\(Fatal Python error: init failed\\)"):
+        torch_module.run_child("tiny_model:build", str(fake), ENV, 10)
+
+
+def test_a_transformers_model_brings_its_config_shape():
+    """What the child answers for a transformers model (its config.to_dict()) gives the activation formula a shape."""
+    cfg = json.loads((HERE / "configs" / "gpt2.json").read_text())
+    answer = {"params": 124_439_808, "trainable": 124_439_808, "class": "GPT2LMHeadModel", "matrices": [],
+              "vector_params": 0, "other_params": 0, "off_meta": 0, "config": cfg}
+    s = torch_module.spec_from_child(answer, "m:f")
+    assert (s.transformer.layers, s.transformer.hidden, s.transformer.vocab) == (12, 768, 50257)
+    answer["config"] = {"model_type": "mamba"}
+    assert torch_module.spec_from_child(answer, "m:f").transformer is None    # unknown family: count only
+    answer["off_meta"] = 10
+    assert torch_module.spec_from_child(answer, "m:f").notes == (
+        "10 parameters were created off the meta device by m:f",)
