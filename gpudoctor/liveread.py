@@ -17,6 +17,8 @@ import os
 import stat
 from typing import Optional, Tuple
 
+from gpudoctor import confined
+
 
 class Refused(OSError):
     """The path is not something gpudoctor reads; ``str()`` is the reason for the record."""
@@ -30,17 +32,11 @@ def read_bytes(path: str, limit: int) -> bytes:
     _mode(os.stat(path).st_mode, path)  # a FIFO or device is refused before it is opened
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
-        _mode(os.fstat(fd).st_mode, path)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
+        return confined.read_fd(fd, limit, whole=True)[0]  # the same capped read as a recording's
+    except confined.Refused as exc:
+        raise Refused(errno.EINVAL, str(exc)) from None
     finally:
         os.close(fd)
-    raise Refused(errno.EFBIG, f"over {limit} bytes")
 
 
 def _mode(mode: int, path: str) -> None:

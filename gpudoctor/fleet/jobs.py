@@ -15,9 +15,9 @@ import os
 import stat
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-from gpudoctor.fleet.read import Tally, read_stream
+from gpudoctor.fleet.read import Tally, input_files, read_stream
 
 PARALLEL_BYTES = 32 << 20
 MIN_JOB_BYTES = 1 << 20
@@ -191,25 +191,3 @@ def run_all(jobs: List[Job], workers: int) -> List[Part]:
         futures = [None if job.pipe else pool.submit(run_job, job) for job in jobs]
         local = {i: run_job(job) for i, job in enumerate(jobs) if job.pipe}
         return [local[i] if fut is None else fut.result() for i, fut in enumerate(futures)]
-
-
-def input_files(paths: Iterable[str]) -> Iterator[str]:
-    """Files as given; a directory contributes every non-hidden regular file below it, sorted
-    (a FIFO or socket inside would block the read)."""
-    for path in paths:
-        if os.path.isdir(path):
-            yield from _walk(path)
-        else:
-            yield path
-
-
-def _walk(folder: str) -> Iterator[str]:
-    try:
-        entries = sorted((e for e in os.scandir(folder) if not e.name.startswith(".")), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir():
-            yield from _walk(entry.path)
-        elif entry.is_file():
-            yield entry.path

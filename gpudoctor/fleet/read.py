@@ -12,9 +12,10 @@ report nested too deeply or holding a number too long to read is named, never a 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
-from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from gpudoctor.fleet.fast import fast
 from gpudoctor.fleet.node import Damaged, Node, node_from_report
@@ -115,3 +116,25 @@ def values(stream: BinaryIO) -> Iterator[object]:
     """Every JSON value, ``None`` for each unreadable stretch (``fleet.documents``)."""
     for kind, item, _ in split(stream):
         yield from (v for v, _ in _values(item.decode("utf-8", "replace"))) if kind == "doc" else [None]
+
+
+def input_files(paths: Iterable[str]) -> Iterator[str]:
+    """Files as given; a directory contributes every non-hidden regular file below it, sorted
+    (a FIFO or socket inside would block the read)."""
+    for path in paths:
+        if os.path.isdir(path):
+            yield from _walk(path)
+        else:
+            yield path
+
+
+def _walk(folder: str) -> Iterator[str]:
+    try:
+        entries = sorted((e for e in os.scandir(folder) if not e.name.startswith(".")), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir():
+            yield from _walk(entry.path)
+        elif entry.is_file():
+            yield entry.path
