@@ -72,3 +72,26 @@ def test_a_hostile_machine_costs_at_most_the_timeout(hostile, args):
     started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     assert started, "the nvidia-smi stub ran and left a grandchild to kill"
     assert proctree.alive(started) == []
+
+
+@pytest.mark.parametrize("flag", ["--read", "--config"])
+def test_memory_refuses_a_fifo_and_a_device_with_one_line(tmp_path, flag):
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)  # a plain open() blocks here until a writer comes: forever
+    for path, why in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file")):
+        proc = run_gpudoctor("memory", flag, str(path), timeout=60)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert proc.stderr.startswith("gpudoctor: ") and why in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_memory_read_caps_stdin_and_a_deep_config_is_one_line(tmp_path):
+    from gpudoctor.commands import memory as memory_cmd
+    from tests.conftest import invoke
+
+    over = "x" * (memory_cmd.MAX_READ_BYTES + 1)
+    ran = invoke("memory", "--read", "-", input=over)
+    assert ran.returncode == 2 and f"over {memory_cmd.MAX_READ_BYTES} bytes on stdin" in ran.stderr
+    deep = tmp_path / "config.json"
+    deep.write_text('{"model_type": ' + "[" * 100000 + "]" * 100000 + "}")
+    ran = invoke("memory", "--config", str(deep))
+    assert ran.returncode == 2 and "nested too deeply" in ran.stderr

@@ -13,6 +13,7 @@ kernel that keeps logging cannot hold the reader past ``deadline``.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -45,8 +46,7 @@ def keep(text: str) -> str:
 
 def trimmed(result: runner.CommandResult) -> runner.CommandResult:
     """A journalctl/dmesg result with only the lines :func:`keep` keeps (argv, exit code, stderr as they were)."""
-    return runner.CommandResult(result.argv, result.returncode, keep(result.stdout), result.stderr[-4000:],
-                                result.duration_s, result.timed_out, result.error, result.truncated)
+    return dataclasses.replace(result, stdout=keep(result.stdout), stderr=result.stderr[-4000:])
 
 
 def read_kmsg(root: str = "/", deadline: Optional[float] = None) -> FileRecord:
