@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from gpudoctor import visible_devices
 from gpudoctor.explain.pipeline import BadInput, explain_text
-from gpudoctor.smi import (SmiParseError, extract, parse, parse_csv, parse_list, parse_query, parse_table,
+from gpudoctor.smi import (SmiParseError, extract, nvlink, parse, parse_csv, parse_list, parse_query, parse_table,
                            parse_xml)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
@@ -67,6 +67,19 @@ def test_every_smi_parser_answers_or_raises_its_parse_error(text):
     assert found is None or found.format in ("table", "list")
 
 
+NVLINK_PIECES = ["GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b)", "GPU 7: ", "\t Link 0: ", "Link 3: <inactive>",
+                 "26.562 GB/s", "1.2.3 GB/s", "Replay Errors: ", "CRC Errors: 0", "9" * 5000, " (UUID: ", ")", " ",
+                 "\n", ": ", "NVML: Unable to retrieve Nvlink information as all links are inActive"]
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.sampled_from(NVLINK_PIECES), st.text(max_size=8)), max_size=60).map("".join))
+def test_the_nvlink_parsers_never_raise(text):
+    for gpu in nvlink.parse_status(text):
+        assert all(isinstance(link, int) and (speed is None or isinstance(speed, float)) for link, speed in gpu.links)
+    assert all(c.value < 10 ** 20 for c in nvlink.parse_errors(text))
+
+
 @FUZZ
 @given(st.one_of(_pieces(), _mutated(), st.text(max_size=300)))
 def test_explain_answers_or_raises_bad_input(text):
@@ -109,6 +122,8 @@ SHAPES = {
     "csv: prompt lines": (parse_csv, lambda n: "$ x\n" * (n // 4) + "index, name\n0, Tesla T4\n"),
     "explain: distinct OOM lines": (explain_text, lambda n: "".join(OOM.format(n=i) for i in range(n // 200))),
     "explain: one line of blanks": (explain_text, lambda n: "CUDA error: " + " " * n + "out of memory\n"),
+    "nvlink: a GPU header of blanks": (nvlink.parse_status, lambda n: "GPU 0: a" + " " * n + "x\n"),
+    "nvlink: many links of one GPU": (nvlink.parse_status, lambda n: "GPU 0: X\n" + " Link 0: 1 GB/s\n" * (n // 16)),
     "CUDA_VISIBLE_DEVICES: many indices": (lambda t: visible_devices.parse(t),
                                            lambda n: ",".join(str(i) for i in range(n // 6))),
     "CUDA_VISIBLE_DEVICES: many UUIDs": (lambda t: visible_devices.parse(t),
@@ -146,3 +161,10 @@ def test_time_grows_linearly(name):
 ])
 def test_cuda_visible_devices_with_huge_numbers_reads_like_strtoul(raw, entries):
     assert visible_devices.parse(raw).entries == entries
+
+
+def test_nvlink_numbers_past_what_nvidia_smi_prints_are_no_value():
+    text = "GPU 0: X (UUID: GPU-1)\n Link 0: Replay Errors: " + "9" * 5000 + "\n Link 1: CRC Errors: 7\n"
+    assert [(c.link, c.name, c.value) for c in nvlink.parse_errors(text)] == [(1, "CRC Errors", 7)]
+    gpus = nvlink.parse_status("GPU " + "1" * 5000 + ": X\nGPU 1: Y (UUID: GPU-2)\n Link 0: 1.2.3 GB/s\n")
+    assert [(g.index, g.name, g.uuid, g.links, g.note) for g in gpus] == [(1, "Y", "GPU-2", (), "Link 0: 1.2.3 GB/s")]
