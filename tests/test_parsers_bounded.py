@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudoctor import visible_devices
+from gpudoctor import kernlog, visible_devices
 from gpudoctor.explain.pipeline import BadInput, explain_text
 from gpudoctor.smi import (SmiParseError, extract, nvlink, parse, parse_csv, parse_list, parse_query, parse_table,
                            parse_xml)
@@ -80,6 +80,20 @@ def test_the_nvlink_parsers_never_raise(text):
     assert all(c.value < 10 ** 20 for c in nvlink.parse_errors(text))
 
 
+KERNEL_PIECES = ["NVRM: Xid (PCI:0000:91:00): ", "79", "9" * 5000, ", pid=1", "nvidia-nvswitch1: ", "SXid (PCI:0000:06:00.0): ",
+                 "20034, Fatal", "Non-fatal", "NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.", "(",
+                 "NVRM: The NVIDIA GPU 0000:b3:00.0", "fallen off the bus", "NVRM: loading NVIDIA UNIX x86_64 Kernel Module ",
+                 "535.183.01", "recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", " " * 50, "a" * 50,
+                 "\n", "Linux version 6"]
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.sampled_from(KERNEL_PIECES), st.text(max_size=8)), max_size=60).map("".join))
+def test_the_kernel_log_parser_never_raises(text):
+    for event in kernlog.parse(text.splitlines()):
+        assert event.code is None or 0 <= event.code < 10 ** 9
+
+
 @FUZZ
 @given(st.one_of(_pieces(), _mutated(), st.text(max_size=300)))
 def test_explain_answers_or_raises_bad_input(text):
@@ -124,6 +138,7 @@ SHAPES = {
     "explain: one line of blanks": (explain_text, lambda n: "CUDA error: " + " " * n + "out of memory\n"),
     "nvlink: a GPU header of blanks": (nvlink.parse_status, lambda n: "GPU 0: a" + " " * n + "x\n"),
     "nvlink: many links of one GPU": (nvlink.parse_status, lambda n: "GPU 0: X\n" + " Link 0: 1 GB/s\n" * (n // 16)),
+    "kernel log: one long line": (lambda t: kernlog.parse(t.splitlines()), lambda n: "a" * n + " SXid\n"),
     "CUDA_VISIBLE_DEVICES: many indices": (lambda t: visible_devices.parse(t),
                                            lambda n: ",".join(str(i) for i in range(n // 6))),
     "CUDA_VISIBLE_DEVICES: many UUIDs": (lambda t: visible_devices.parse(t),
@@ -168,3 +183,9 @@ def test_nvlink_numbers_past_what_nvidia_smi_prints_are_no_value():
     assert [(c.link, c.name, c.value) for c in nvlink.parse_errors(text)] == [(1, "CRC Errors", 7)]
     gpus = nvlink.parse_status("GPU " + "1" * 5000 + ": X\nGPU 1: Y (UUID: GPU-2)\n Link 0: 1.2.3 GB/s\n")
     assert [(g.index, g.name, g.uuid, g.links, g.note) for g in gpus] == [(1, "Y", "GPU-2", (), "Link 0: 1.2.3 GB/s")]
+
+
+def test_a_kernel_log_code_past_nine_digits_is_no_event_and_the_switch_name_stays():
+    lines = ["NVRM: Xid (PCI:0000:91:00): " + "9" * 5000 + ", pid=1",
+             "[ 9.1] nvidia-nvswitch3:   SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up"]
+    assert [(e.kind, e.code, e.detail, e.fatal) for e in kernlog.parse(lines)] == [("sxid", 20034, "nvidia-nvswitch3", True)]

@@ -21,6 +21,7 @@ import time
 from typing import Optional
 
 from gpudoctor import runner
+from gpudoctor.kernlog import MAX_LINE_CHARS  # lines kept as the parser reads them
 from gpudoctor.snapshot import FileRecord
 
 KMSG = "/dev/kmsg"
@@ -31,7 +32,6 @@ NVIDIA_LINE = re.compile(r"NVRM|\bS?Xid\b|\bnvidia(?:[-_][a-z]+\d*)?(?::| [0-9a-
                          re.IGNORECASE)
 KMSG_DICT_LINE = re.compile(r"^ [A-Z_]+=")  # a record's " SUBSYSTEM=pci" dictionary lines
 MAX_LINES = 5000
-MAX_LINE_CHARS = 1000
 MAX_READ_BYTES = 32 << 20
 
 
