@@ -7,9 +7,10 @@ or declares a broken check becomes a warning about gpudoctor, never a crash.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from importlib import metadata
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from gpudoctor.engine import Check, InvalidCheck, validate
 
@@ -49,8 +50,22 @@ def _origin(ep) -> str:
     return f"{dist.name} ({ep.name})" if dist is not None else ep.name
 
 
+# What one process found, per import path: scanning every installed distribution's entry points
+# costs ~10 ms, and a test run or a fleet of replays asks thousands of times. A plugin installed
+# on a new path (sys.path changes) or a replaced lookup is a new key, so it is found.
+_LOADED: Dict[tuple, Tuple[List[Check], List[PluginProblem]]] = {}
+
+
 def load_checks() -> Tuple[List[Check], List[PluginProblem]]:
     """Every registered check, built-ins first, sorted by id within each plugin."""
+    key = (tuple(sys.path), _entry_points, metadata.entry_points)
+    if key not in _LOADED:
+        _LOADED[key] = _load_checks()
+    checks, problems = _LOADED[key]
+    return list(checks), list(problems)
+
+
+def _load_checks() -> Tuple[List[Check], List[PluginProblem]]:
     checks: List[Check] = []
     problems: List[PluginProblem] = []
     seen: dict = {}

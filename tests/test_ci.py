@@ -19,7 +19,7 @@ def _readme_test_command() -> str:
 
 def test_ci_runs_the_readme_test_command_on_every_python():
     command = _readme_test_command()
-    assert command == "python -m pytest -q"
+    assert command == "python -m pytest -q -n auto --dist worksteal"
     assert f"\n{command}\n" in CI                        # the main run, frameworks installed
     assert f'&& {command})' in CI                         # each other Python's venv
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.probes.collect import CollectOptions, collect
 from gpudoctor.report import build_report
 from gpudoctor.snapshot_folder import load
 from tests.conftest import ROOT, invoke
@@ -21,8 +20,31 @@ HEALTHY = SCENARIOS / "core-healthy-workstation"
 NOT_LOADED = SCENARIOS / "core-driver-not-loaded"
 
 
-def test_live_snapshot_replays_into_the_same_findings(tmp_path):
-    live = collect(CollectOptions())
+@pytest.fixture(scope="module")
+def live_check():
+    """One live `gpudoctor check` (its framework probes cost seconds each), shared by the tests that read
+    this machine: what it printed, and the snapshot it collected (kept by a pass-through wrapper)."""
+    from gpudoctor.commands import check as check_command
+
+    collected = []
+
+    def keep(*args, **kwargs):
+        collected.append(real(*args, **kwargs))
+        return collected[-1]
+
+    real, patch = check_command.live_snapshot, pytest.MonkeyPatch()
+    patch.setattr(check_command, "live_snapshot", keep)
+    try:
+        proc = invoke("check", "--timeout", "120")  # a loaded CI machine imports torch slowly; not the point here
+    finally:
+        patch.undo()
+    (snap,) = collected
+    return proc, snap
+
+
+def test_live_snapshot_replays_into_the_same_findings(live_check, tmp_path):
+    live = live_check[1]
+    assert live.frameworks, "the live run probed no framework"
     live_report = build_report(live)
     live.save(str(tmp_path / "snap"))
     replayed = build_report(load(str(tmp_path / "snap")))
@@ -55,9 +77,9 @@ def _driver_here():
         return None
 
 
-def test_live_report_says_what_this_machine_has():
+def test_live_report_says_what_this_machine_has(live_check):
     """Whatever the machine (GPU or not, healthy or not): its driver and torch as they answer themselves."""
-    proc = invoke("check", "--timeout", "120")  # a loaded CI machine imports torch slowly; not the point here
+    proc = live_check[0]
     out = proc.stdout
     assert proc.returncode in (0, 1), proc.stderr
     assert out.startswith("gpudoctor: ") and " (this machine)\n" in out.splitlines()[0] + "\n"

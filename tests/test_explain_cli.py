@@ -37,7 +37,7 @@ def explain_json(*args, **kw):
 def test_text_argument_json_shape_and_values():
     proc, out = explain_json(TOO_OLD)
     assert proc.returncode == 0, proc.stderr
-    assert out["schema"] == "gpudoctor.explain/4" and out["exit_code"] == 0
+    assert out["schema"] == "gpudoctor.explain/5" and out["exit_code"] == 0
     d = out["diagnoses"][0]
     assert {"id", "family", "lines", "values", "explanation", "fix", "excerpt", "confidence"} <= set(d)
     assert d["id"] == "torch_driver_too_old" and d["family"] == "driver_too_old" and d["lines"] == [1]

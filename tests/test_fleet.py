@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.fleet import summary as fleet
-from tests.conftest import run_gpudoctor
+from tests.conftest import invoke, run_gpudoctor
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -112,13 +112,13 @@ def scenario_reports(tmp_path_factory):
         pytest.skip("core scenarios are not in this checkout")
     out = tmp_path_factory.mktemp("reports")
     for n in names:
-        proc = run_gpudoctor("check", "--snapshot", str(SCENARIOS / n), "--jsonl")
+        proc = invoke("check", "--snapshot", str(SCENARIOS / n), "--jsonl")
         (out / f"{n}.jsonl").write_text(proc.stdout)
     return out
 
 
 def test_fleet_table_over_real_reports(scenario_reports):
-    proc = run_gpudoctor("fleet", str(scenario_reports), "--no-color")
+    proc = invoke("fleet", str(scenario_reports), "--no-color")
     assert proc.returncode == 1, proc.stderr  # the driver-not-loaded node fails
     lines = proc.stdout.splitlines()
     # warnings: the GPU-less machine (DRV001, CTR001) and persistence off on the MIG A100 (NOD006)
@@ -133,8 +133,8 @@ def test_fleet_table_over_real_reports(scenario_reports):
 def test_fleet_reads_stdin_in_both_forms(scenario_reports):
     jsonl = "".join(p.read_text() for p in sorted(scenario_reports.iterdir()))
     pretty = "".join(json.dumps(json.loads(line), indent=2) + "\n" for line in jsonl.splitlines())
-    a = run_gpudoctor("fleet", "-", "--json", input=jsonl)
-    b = run_gpudoctor("fleet", "-", "--json", input="srun: job 42 queued\n" + pretty)
+    a = invoke("fleet", "-", "--json", input=jsonl)
+    b = invoke("fleet", "-", "--json", input="srun: job 42 queued\n" + pretty)
     sa, sb = json.loads(a.stdout), json.loads(b.stdout)
     assert sa["nodes"] == sb["nodes"] == 5
     assert sa["problems"] == sb["problems"] and sa["spread"] == sb["spread"]
@@ -143,17 +143,17 @@ def test_fleet_reads_stdin_in_both_forms(scenario_reports):
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
-    missing = run_gpudoctor("fleet", str(tmp_path / "nope.json"))
+    missing = invoke("fleet", str(tmp_path / "nope.json"))
     assert missing.returncode == 2
     assert missing.stderr == f"gpudoctor: {tmp_path / 'nope.json'}: cannot read (No such file or directory)\n"
     (tmp_path / "junk.txt").write_text("hello\n")
-    junk = run_gpudoctor("fleet", str(tmp_path))
+    junk = invoke("fleet", str(tmp_path))
     assert junk.returncode == 2 and junk.stderr.startswith("gpudoctor: no gpudoctor report found")
 
 
 def test_healthy_fleet_exits_0(tmp_path):
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(report(f"g{i}")) + "\n" for i in range(3)))
-    proc = run_gpudoctor("fleet", str(tmp_path / "r.jsonl"), "--no-color")
+    proc = invoke("fleet", str(tmp_path / "r.jsonl"), "--no-color")
     assert proc.returncode == 0 and proc.stdout.startswith("3 nodes: 3 ok, 0 warn, 0 error, 0 fail\n")
 
 
@@ -187,7 +187,7 @@ def test_outliers_as_text_are_grouped_with_host_lists(tmp_path):
     docs.append(report("gpu99", driver=None, cuda=None, gpus=0, torch="2.1.0",
                        findings=[("DRV001", "fail", "nvidia-smi did not answer within 10s")]))
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    proc = run_gpudoctor("fleet", str(tmp_path / "r.jsonl"), "--no-color")
+    proc = invoke("fleet", str(tmp_path / "r.jsonl"), "--no-color")
     tail = proc.stdout.split("Outliers")[1].splitlines()[1:]
     # gpu99 shows no GPU: it has no peers, its failure is listed under Problems instead.
     assert tail == ["  driver 535.161.08 on 2 node(s): gpu[03-04]  "

@@ -17,7 +17,7 @@ from gpudoctor.runner import MAX_OUTPUT_BYTES
 from gpudoctor.snapshot import MAX_FILE_BYTES, SnapshotError
 from gpudoctor.snapshot_folder import load
 from gpudoctor.snapshot_folder import MAX_JSON_BYTES, load_folder
-from tests.conftest import run_gpudoctor
+from tests.conftest import invoke, run_gpudoctor
 from tests.scenarios import SCENARIOS
 
 MARKER = "host-secret-marker-7f3a9c"
@@ -47,7 +47,7 @@ def test_a_link_to_a_host_file_is_recorded_as_refused_not_read(snap, host_file):
     loaded = load(str(snap))
     assert loaded.file("/etc/os-release").error == "symbolic link, not followed"
     assert loaded.text("/etc/os-release") is None
-    res = run_gpudoctor("check", "--snapshot", str(snap), "--json")
+    res = invoke("check", "--snapshot", str(snap), "--json")
     assert res.returncode in (0, 1), res.stderr
     assert MARKER not in res.stdout + res.stderr
 
@@ -138,7 +138,7 @@ def test_fifos_devices_and_odd_names_are_data(snap):
     loaded = load(str(snap))
     assert loaded.file("/etc/fifo.conf").error == "not a regular file"
     assert loaded.file("/bad-\ufffd-name").error == "file name is not UTF-8"
-    res = run_gpudoctor("check", "--snapshot", str(snap), "--json", timeout=60)
+    res = run_gpudoctor("check", "--snapshot", str(snap), "--json", timeout=60)  # a child: a FIFO read could hang
     assert res.returncode in (0, 1), res.stderr
     json.loads(res.stdout)
 
@@ -149,7 +149,7 @@ def test_damaged_snapshot_json_is_one_line_never_a_traceback(snap):
     data["meta"]["note"] = "\udc80 lone surrogate"
     meta.write_text(json.dumps(data))
     assert load(str(snap)).meta["note"].startswith("\ufffd")
-    res = run_gpudoctor("check", "--snapshot", str(snap))
+    res = invoke("check", "--snapshot", str(snap))
     assert res.returncode in (0, 1) and "Traceback" not in res.stderr
     data["meta"]["deep"] = json.loads("[" * 200 + "]" * 200)
     meta.write_text(json.dumps(data))
@@ -157,5 +157,5 @@ def test_damaged_snapshot_json_is_one_line_never_a_traceback(snap):
         load(str(snap))
     assert str(exc.value) == f"{meta}: damaged snapshot (nested over 64 levels)"
     meta.write_text('{"schema": "gpudoctor.snapshot/1", "meta": ' + "[" * 100000 + "]" * 100000 + "}")
-    res = run_gpudoctor("check", "--snapshot", str(snap))
+    res = invoke("check", "--snapshot", str(snap))
     assert res.returncode == 2 and res.stderr == f"gpudoctor: {meta}: unreadable snapshot.json (nested too deeply)\n"

@@ -16,7 +16,7 @@ from gpudoctor.probes import kernel_log
 from gpudoctor.runner import CommandResult
 from gpudoctor.snapshot import FileRecord, Snapshot
 from tests.builders import ran
-from tests.conftest import run_gpudoctor
+from tests.conftest import invoke
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "kernel-log"
 XML = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml"
@@ -266,6 +266,6 @@ def test_every_bucket_the_catalog_uses_is_known_or_resolved():
     (NVL5[0], "NVIDIA's Xid catalog: WORKFLOW_NVLINK5_ERR, that is IGNORE, no action"),
 ])
 def test_explain_names_the_catalogs_action_for_an_xid_line(line, said):
-    proc = run_gpudoctor("explain", "--json", line)
+    proc = invoke("explain", "--json", line)
     (d,) = json.loads(proc.stdout)["diagnoses"]
     assert d["family"] == "xid_or_hardware" and said in d["explanation"]

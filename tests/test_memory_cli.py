@@ -6,15 +6,21 @@ import json
 
 import pytest
 
-from tests.conftest import ROOT, run_gpudoctor
+from tests.conftest import ROOT, invoke
 
 CONFIGS = ROOT / "tests" / "data" / "memory" / "configs"
 GTX1070 = "fixtures/scenarios/fw-cvd-invalid-truncates"      # 6 x GTX 1070, ethminer and Xorg on them
 H100X8 = "fixtures/scenarios/core-8gpu-server"
 
 
+@pytest.fixture(autouse=True)
+def _in_the_tree(monkeypatch):
+    """Paths in these commands and their messages are relative to the tree, as a user in it types them."""
+    monkeypatch.chdir(ROOT)
+
+
 def memory(*args, **kw):
-    return run_gpudoctor("memory", *args, **kw)
+    return invoke("memory", *args, **kw)
 
 
 def test_7b_fp32_does_not_fit_a_4090_and_the_changes_say_what_does():
@@ -138,7 +144,7 @@ def test_help_has_examples_and_exit_codes():
     assert proc.returncode == 0
     assert 'gpudoctor memory --params 7B --dtype fp32 --gpu "RTX 4090"' in proc.stdout
     assert "Exit codes: 0 it fits" in proc.stdout
-    assert "memory" in run_gpudoctor("--help").stdout
+    assert "memory" in invoke("--help").stdout
 
 
 def test_fsdp_full_shard_is_zero_3():

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import subprocess
+import sys
 
 from gpudoctor.facts import Facts
 from gpudoctor.memory import live, processes
@@ -45,9 +46,14 @@ def test_live_view_attributes_memory_to_processes_and_owners():
 
 
 def test_owner_and_command_of_a_live_process():
-    me = processes.describe([os.getpid(), 2 ** 22 + 12345])
-    assert me[os.getpid()]["command"].startswith(os.path.basename(__import__("sys").executable)) or \
-        "python" in me[os.getpid()]["command"]
-    assert me[os.getpid()]["user"]
+    # A child whose command line is known (a pytest-xdist worker retitles its own process).
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "marker-7d1e"],
+                             stdin=subprocess.PIPE)
+    try:
+        me = processes.describe([child.pid, 2 ** 22 + 12345])
+    finally:
+        child.communicate(timeout=60)
+    assert me[child.pid]["command"] == f"{sys.executable} -c import sys; sys.stdin.read() marker-7d1e"
+    assert me[child.pid]["user"]
     assert me[2 ** 22 + 12345] == {"error": "not visible from here (ended, or another PID namespace such as a "
                                             "container)"}

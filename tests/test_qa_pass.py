@@ -141,19 +141,19 @@ def test_an_empty_only_is_bad_input_not_every_check(value):
 def test_hook_config_that_is_not_text_is_a_config_error(tmp_path):
     cfg = tmp_path / "hook.toml"
     cfg.write_bytes(b"\xe7\xff\x00\x01gpus = 8\n")
-    line = one_line_error(run_gpudoctor("hook", "--snapshot", SERVER, "--config", str(cfg)))
+    line = one_line_error(invoke("hook", "--snapshot", SERVER, "--config", str(cfg)))
     assert str(cfg) in line
 
 
 @pytest.mark.parametrize("extra", [["--json"], ["-v"]])
 def test_hook_npd_output_cannot_be_mixed_with_another_stdout_format(extra):
-    proc = run_gpudoctor("hook", "--snapshot", SERVER, "--npd", *extra)
+    proc = invoke("hook", "--snapshot", SERVER, "--npd", *extra)
     line = one_line_error(proc)
     assert "--npd" in line and proc.stdout == line + "\n"  # NPD reads only stdout: the reason is there too
 
 
 def test_hook_names_why_the_framework_probe_could_not_run():
-    proc = run_gpudoctor("hook", "-v", "--cuda", "12.1", "--python", "/nonexistent/python")
+    proc = invoke("hook", "-v", "--cuda", "12.1", "--python", "/nonexistent/python")
     line = next(l for l in proc.stdout.splitlines() if "TRC001" in l)
     assert "the torch probe could not run /nonexistent/python: not found" in line
     assert "exit code None" not in line
@@ -268,7 +268,7 @@ def test_fleet_skips_a_damaged_report_and_summarises_the_rest(tmp_path, damage):
 # --- --color forces colour in every command, also when stdout is not a terminal -------------
 
 def test_color_flag_forces_colour_in_hook_and_fleet(tmp_path):
-    hook = run_gpudoctor("hook", "--snapshot", NOT_LOADED, "-v", "--color")
+    hook = invoke("hook", "--snapshot", NOT_LOADED, "-v", "--color")
     assert "\x1b[31m[✗]\x1b[0m DRV001" in hook.stdout
     report = invoke("check", "--snapshot", NOT_LOADED, "--json").stdout
     (tmp_path / "n1.json").write_text(report)
@@ -317,6 +317,7 @@ def test_hook_config_that_never_ends_reading_is_bounded(tmp_path):
 
 
 def test_hook_config_larger_than_any_config_is_refused():
+    # A child: a read of /dev/zero that were not capped would never end.
     line = one_line_error(run_gpudoctor("hook", "--snapshot", SERVER, "--config", "/dev/zero", timeout=60))
     assert line == "gpudoctor: /dev/zero: larger than 1 MiB, not a config file"
 

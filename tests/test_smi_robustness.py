@@ -30,7 +30,9 @@ def only_report_or_parse_error(fn, text):
 def test_truncated_copies_never_raise_anything_else(path):
     text = read(path)
     rng = random.Random(path.name)
-    offsets = {1, 7, len(text) // 3, len(text) // 2, len(text) - 1} | {rng.randrange(len(text)) for _ in range(3)}
+    # Both ends, the middle and two points drawn per recording (seeded: the same on every run); every
+    # recording, format and parser still runs, at 5 cuts instead of 8 (each cut costs a full parse).
+    offsets = {1, len(text) // 2, len(text) - 1} | {rng.randrange(len(text)) for _ in range(2)}
     for cut in sorted(offsets):
         for fn in PARSERS[1:]:  # each format's own parser, on the cut-off head
             only_report_or_parse_error(fn, text[:cut])

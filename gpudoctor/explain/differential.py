@@ -52,9 +52,11 @@ class Differential:
     signature: str
     of: int                                   # real cases the signature matched when the priors were counted
     candidates: List[Candidate]
+    basis: Optional[str] = None               # the vocabulary fallback: the word whose real cases ``of`` counts
 
     def to_dict(self) -> Dict[str, Any]:
         return {"signature": self.signature, "cases": self.of,
+                **({"basis": self.basis} if self.basis is not None else {}),
                 "candidates": [c.to_dict(self.of) for c in self.candidates]}
 
 

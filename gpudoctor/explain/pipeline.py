@@ -7,8 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterable, List, Optional
 
 from gpudoctor.explain import catalog as _catalog
+from gpudoctor.explain import fallback
 from gpudoctor.explain.context import Context, read_flags, read_machine, read_text
 from gpudoctor.explain.diagnose import Diagnoser, Diagnosis, Hit, Note, typed_values
+from gpudoctor.explain.normalize import normalize
+from gpudoctor.explain.scan import HEAD_BYTES
 from gpudoctor.explain.sources import BadInput, Source, resolve, scan
 
 # A log of any size is read at hundreds of MB/s; a hostile one (every line an error, a gzip
@@ -46,9 +49,12 @@ def _context_text(result) -> str:
 
 
 def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
-            catalog=None, jobs: Optional[int] = None, time_limit: Optional[float] = TIME_LIMIT_S) -> Result:
+            catalog=None, jobs: Optional[int] = None, vocabulary: bool = True,
+            time_limit: Optional[float] = TIME_LIMIT_S) -> Result:
     """Scan every source and diagnose them together (one log split over several files is one story).
 
+    Nothing known in the text: a second reading of it normalised (colour codes, typography, wrapped
+    lines, DLL names), then, with ``vocabulary``, the ranked reading of its words (``fallback``).
     Reading stops after ``time_limit`` seconds (None: no limit); what was read is diagnosed,
     and each input cut short says so (``stopped`` in its input entry, and a warning)."""
     catalog = catalog or _catalog.load()
@@ -58,7 +64,7 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     if facts is not None:
         read_machine(ctx, facts)
     hits: List[Hit] = []
-    inputs, warnings = [], []
+    inputs, warnings, texts = [], [], []
     for source in sources:
         if deadline is not None and time.monotonic() > deadline:
             inputs.append({"name": source.name, "kind": source.kind, "bytes": 0, "lines": 0,
@@ -66,18 +72,32 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
             warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
             continue
         result = scan(source, catalog, stdin, jobs, deadline)
+        inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
+        _note_stop(inputs[-1], warnings, result.stopped_at, time_limit)
+        text = _context_text(result)
+        if not result.hits and result.bytes_read <= HEAD_BYTES:
+            text = normalize(text)
+            result = scan(Source(source.name, "text", text=text), catalog)
+        texts.append((source.name, text))
         read_text(ctx, _context_text(result), catalog)
         hits.extend(_hits(source, result, catalog))
-        inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
         warnings.extend(source.notes)
-        if result.stopped_at is not None:
-            inputs[-1]["stopped"] = (f"stopped after {time_limit:g} s (the time limit), "
-                                     f"{result.stopped_at / 2 ** 20:.1f} MiB in: the rest was not read, "
-                                     "and errors in it are not diagnosed")
-            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
-    merged = _merge_hits(hits)
-    diagnoses, notes = Diagnoser(catalog, ctx, facts).run(merged)
+    diagnoser = Diagnoser(catalog, ctx, facts)
+    diagnoses, notes = diagnoser.run(_merge_hits(hits))
+    if vocabulary and not diagnoses and not notes:      # a note already says what it is (a bug, a CPU-only run)
+        # the flags the user or the machine gave; those read from the text are its own words already
+        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
+        found = fallback.read(texts, given, diagnoser.machine, facts)
+        diagnoses = [found] if found is not None else []
     return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _note_stop(entry: Dict[str, Any], warnings: List[str], stopped_at: Optional[int], limit: Optional[float]) -> None:
+    """An input the time limit cut short says where, in its entry and as a warning."""
+    if stopped_at is not None:
+        entry["stopped"] = (f"stopped after {limit:g} s (the time limit), {stopped_at / 2 ** 20:.1f} MiB in: "
+                            "the rest was not read, and errors in it are not diagnosed")
+        warnings.append(f"{entry['name']}: {entry['stopped']}")
 
 
 def _merge_hits(hits: List[Hit]) -> List[Hit]:
@@ -93,6 +113,6 @@ def _merge_hits(hits: List[Hit]) -> List[Hit]:
     return list(by_id.values())
 
 
-def explain_text(text: str, flags: Iterable[str] = (), facts=None) -> Result:
+def explain_text(text: str, flags: Iterable[str] = (), facts=None, vocabulary: bool = True) -> Result:
     """Explain one error message or log given as a string (the API tests and other tools use)."""
-    return explain([Source("<text>", "text", text=text)], flags, facts)
+    return explain([Source("<text>", "text", text=text)], flags, facts, vocabulary=vocabulary)

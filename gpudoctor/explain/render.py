@@ -1,4 +1,6 @@
-"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/3).
+"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/5).
+
+Schema 4 adds the vocabulary fallback: a diagnosis ``via`` "vocabulary" whose differential has a ``basis``.
 
 Schema 2 adds, per diagnosis, ``differential`` (the ranked causes of a message the text alone
 cannot decide, each with the command that tells it apart) and ``machine`` (the diagnosis
@@ -14,7 +16,7 @@ from gpudoctor.explain.values import display, jsonable
 from gpudoctor.findings import Status
 from gpudoctor.render.style import Style
 
-SCHEMA = "gpudoctor.explain/4"
+SCHEMA = "gpudoctor.explain/5"
 _CONFIDENCE = {"high": Status.FAIL, "medium": Status.WARN, "low": Status.SKIP}
 _WIDTH = 100
 
@@ -90,8 +92,13 @@ def _hanging(text: str, indent: int) -> List[str]:
 
 def _differential(diff, style: Style) -> List[str]:
     """The ranked causes, each with its count among real threads, its clue or machine verdict, and its command."""
-    out = _wrap("causes", f"the message alone cannot decide; ranked by the rest of the text, then by how often "
-                          f"each was the cause in {diff.of} real threads with this message:", style)
+    if diff.basis is not None:
+        head = (f"no known message matched; ranked by the text's words (how often each was the cause in "
+                f"{diff.of} real threads with '{diff.basis}'):")
+    else:
+        head = (f"the message alone cannot decide; ranked by the rest of the text, then by how often each was "
+                f"the cause in {diff.of} real threads with this message:")
+    out = _wrap("causes", head, style)
     for n, c in enumerate(diff.candidates, 1):
         out += _hanging(f"{n}. {c.title} ({c.prior} of {diff.of})", 15)
         if c.clue:

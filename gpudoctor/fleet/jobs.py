@@ -10,9 +10,11 @@ device (``/dev/zero``) or socket is refused: it is not a report file.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import stat
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -88,8 +90,18 @@ def run_job(job: Job) -> Part:
 
 def _open(path: str, job: Job):
     if path == STDIN and job.pipe:
+        if not _real_stdin():  # replaced in-process (a test runner, an embedding program): read what it holds
+            return contextlib.nullcontext(sys.stdin.buffer)
         return os.fdopen(os.dup(0), "rb")  # the pipe itself, read by this process only
     return open(path, "rb")
+
+
+def _real_stdin() -> bool:
+    """Whether ``sys.stdin`` is file descriptor 0, which the workers and the pipe reader use."""
+    try:
+        return sys.stdin is not None and sys.stdin.fileno() == 0
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor behind it
+        return False
 
 
 def read_all(sources: Sequence[str]) -> Tally:
@@ -110,7 +122,7 @@ def read_all(sources: Sequence[str]) -> Tally:
 
 def _stdin_is_file() -> bool:
     try:
-        return stat.S_ISREG(os.fstat(0).st_mode) and os.path.exists(STDIN)
+        return _real_stdin() and stat.S_ISREG(os.fstat(0).st_mode) and os.path.exists(STDIN)
     except OSError:
         return False
 

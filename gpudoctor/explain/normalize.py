@@ -1,0 +1,41 @@
+"""A text as its writer meant it: what terminals, chat tools and Windows builds do to error messages, undone.
+
+Used for a second reading when the first found nothing, and by the vocabulary fallback: ANSI colour
+codes (``\\x1b[31m``), typographic quotes and dashes pasted from a forum, non-breaking spaces, a
+message wrapped inside a sentence by a terminal or a mail client ("Resource exhausted: Out \\nof
+memory"), per-rank prefixes (``[rank0]:``), and Windows library names read as their Linux names
+(``cudnn64_8.dll`` is ``libcudnn.so.8``, ``cudart64_110.dll`` is ``libcudart.so.11.0``,
+``nvcuda.dll`` is ``libcuda.so.1``) so that one pattern covers both.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_TYPOGRAPHY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
+                             "\u2014": "-", "\u00a0": " ", "\u2026": "..."})
+# A line broken inside a sentence: it ends in a word (or a comma) and the next starts in lower case
+# at its first column (an indented line is a traceback's or a log's own line, not a wrap).
+_WRAP = re.compile(r"(?<=[A-Za-z,])[ \t]*\r?\n(?=[a-z])")
+_RANK = re.compile(r"^\[(?:rank|Rank)\s*\d+\]:\s?", re.MULTILINE)
+# Windows DLL names -> the Linux shared object of the same library (versions kept).
+_DLLS = (
+    (re.compile(r"\bcudart64_(\d+?)(\d)\.dll\b", re.IGNORECASE), r"libcudart.so.\1.\2"),
+    (re.compile(r"\b(cudnn|cublas|cublasLt|cufft|curand|cusparse|cusolver|nvrtc)64_(\d+)\.dll\b", re.IGNORECASE),
+     r"lib\1.so.\2"),
+    (re.compile(r"\bcudnn_(\w+?)64_(\d+)\.dll\b", re.IGNORECASE), r"libcudnn_\1.so.\2"),
+    (re.compile(r"\bnvcuda\.dll\b", re.IGNORECASE), "libcuda.so.1"),
+    (re.compile(r"\bnvml\.dll\b", re.IGNORECASE), "libnvidia-ml.so.1"),
+)
+
+
+def normalize(text: str) -> str:
+    """``text`` without colour codes, typography, rank prefixes and mid-sentence wraps, with DLL names
+    as .so names."""
+    text = _ANSI.sub("", text).translate(_TYPOGRAPHY)
+    text = _WRAP.sub(" ", text)          # before the prefixes go: "[rank1]: ..." is a line of its own
+    text = _RANK.sub("", text)
+    for pattern, repl in _DLLS:
+        text = pattern.sub(repl, text)
+    return text

@@ -1,0 +1,93 @@
+"""The words of GPU environment errors and the error-code tables, read from ``data/error_vocabulary.json``
+and ``data/error_codes.json`` (explain's fallback when no known message matched)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, Mapping, Optional, Tuple
+
+from ._load import load
+
+# strong: a part of the GPU stack or its failure, may make the fallback speak; context: where it ran, only
+# ranks; against: a bug in the program, speaks for not_env_problem and never makes the fallback speak.
+WEIGHTS = {"strong": 1.0, "context": 0.5, "against": 2.0}
+
+
+@dataclass(frozen=True)
+class Term:
+    id: str
+    pattern: "re.Pattern"
+    kind: str                # "strong", "context" or "against" (WEIGHTS)
+    families: Tuple[str, ...]
+    what: str                # the term in words: "the CUDA driver library (libcuda.so, nvcuda.dll on Windows)"
+    source: str
+    with_: Optional[str] = None   # another term (or --context flag) it counts only together with
+
+    @property
+    def weight(self) -> float:
+        return WEIGHTS[self.kind]
+
+
+@dataclass(frozen=True)
+class Code:
+    table: str               # "cudaError_t", "CUresult", "nvmlReturn_t", "cudnnStatus_t"
+    name: str                # "cudaErrorNoDevice"
+    number: Optional[int]
+    families: Tuple[str, ...]
+    meaning: str
+    source: str
+
+    @property
+    def key(self) -> str:
+        """The name as ``squash`` leaves it: CUDA_ERROR_NO_DEVICE, cudaErrorNoDevice and pynvml's
+        NVMLError_DriverNotLoaded spell one code each."""
+        return squash(self.name)
+
+
+@dataclass(frozen=True)
+class TellApart:
+    family: str
+    recipe: str
+    command: str
+    shows: str
+    only_in: Optional[str]
+    check: Optional[str] = None
+
+
+def squash(text: str) -> str:
+    return text.lower().replace("_", "")
+
+
+@lru_cache(maxsize=None)
+def terms() -> Tuple[Term, ...]:
+    return tuple(Term(r["id"], re.compile(r["pattern"], re.IGNORECASE), r["weight"], tuple(r["families"]),
+                      r["what"], r["source"], r.get("with")) for r in load("error_vocabulary")["terms"])
+
+
+@lru_cache(maxsize=None)
+def codes() -> Tuple[Code, ...]:
+    return tuple(Code(r["table"], r["name"], r["number"], tuple(r["families"]), r["meaning"], r["source"])
+                 for r in load("error_codes")["codes"])
+
+
+@lru_cache(maxsize=None)
+def codes_by_number() -> Dict[int, Tuple[Code, ...]]:
+    """Codes of 30 and above by number (below 30, 'error 2' is too common to mean a CUDA code)."""
+    out: Dict[int, Tuple[Code, ...]] = {}
+    for code in codes():
+        if code.number is not None and code.number >= 30:
+            out[code.number] = out.get(code.number, ()) + (code,)
+    return out
+
+
+@lru_cache(maxsize=None)
+def tell_apart() -> Dict[str, TellApart]:
+    return {r["family"]: TellApart(r["family"], r["recipe"], r["command"], r["shows"], r.get("only_in"))
+            for r in load("error_vocabulary")["tell_apart"]}
+
+
+def counts() -> Mapping[str, Mapping[str, int]]:
+    """feature -> {family: real tuning cases holding it} (``bench/explain_vocabulary.py --write``)."""
+    return load("error_vocabulary").get("counts", {})

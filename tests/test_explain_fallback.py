@@ -1,0 +1,190 @@
+"""The vocabulary fallback (round 3 of issue 10): a text no signature knows is read from its words into a
+ranked, low-confidence differential; program bugs stay without a diagnosis; a text is normalised before
+a second reading. The texts are real ones from the tuning sets (the case id is named next to each)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gpudoctor.explain import words
+from gpudoctor.explain.normalize import normalize
+from gpudoctor.explain.pipeline import explain_text
+from gpudoctor.explain.render import to_dict
+from gpudoctor.knowledge import vocabulary
+from tests.schema_support import assert_valid
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TF_WINDOWS_TEMPLATE = ("### TensorFlow version\n\n2.17.0\n\n### OS platform and distribution\n\nWindows 11\n\n"
+                       "### Current behavior?\n\nTensorflow can't detect my gpu.\nBut Cuda and cuDNN is installed\n\n"
+                       "CUDA version: 12.5")
+
+READ = [
+    # round2-a tfmemgrowth-tf-27144-1660ti: a cuDNN status by name, nothing else
+    ("CUDNN_STATUS_INTERNAL_ERROR on GTX 1660 TI", (), "tf_memory_growth",
+     "No known message matched; its words (CUDNN_STATUS_INTERNAL_ERROR) point first to TensorFlow memory settings"),
+    # round2-a tf_windows_native_unsupported-tensorflow-73368: TF 2.11+ and Windows in an issue template
+    (TF_WINDOWS_TEMPLATE, ("windows",), "tf_windows_native_unsupported",
+     "No known message matched; its words (TensorFlow version 2.17, can't detect my gpu, Windows) point first to "
+     "TensorFlow has no GPU support on native Windows"),
+    # round2-a arch-tensorrt-3826-pascal-trt10: TensorRT's own words for an architecture it lacks
+    ("[04/25/2024-15:52:54] [TRT] [E] 1: Unsupported SM: 0x601\n[04/25/2024-15:52:54] [TRT] [E] 1: [caskUtils.cpp::"
+     "nvinfer1::rt::task::trtSmToCask::193] Error Code 1: Internal Error (Unsupported SM: 0x601)", (),
+     "arch_unsupported",
+     "No known message matched; its words (Unsupported SM, TRT) point first to the build has no kernels for this GPU"),
+    # round2-a suspend_resume_uvm-ollama-5464: a suspend told in prose
+    ("Every time Linux resumes from suspension, it fails to correctly reload `CUDA`. However, this issue has been "
+     "well-resolved using commands like `sudo rmmod nvidia_uvm` and `sudo modprobe nvidia_uvm`.", (),
+     "suspend_resume_uvm",
+     "No known message matched; its words (resumes, nvidia_uvm, modprobe) point first to CUDA broken after "
+     "suspend/resume (nvidia_uvm)"),
+    # round2-a driver_not_loaded-torch7-464: the driver gone after a reboot, in the reporter's words
+    ("After rebooting the g2.2xlarge instance, running `nvidia-smi` gave errors like \"can't find nvidia driver. "
+     "Make sure it's installed and running.\" More importantly cunn doesn't import.", (), "driver_not_loaded",
+     "No known message matched; its words (nvidia-smi, After reboot, driver) point first to the NVIDIA kernel "
+     "module is not loaded"),
+    # round2-a cudnn-detectron-574: Caffe2's cuDNN version check
+    ("RuntimeError: [enforce fail at common_cudnn.h:108] version_match || backwards_compatible_7 || "
+     "patch_compatible. cuDNN compiled (7102) and runtime (7005) versions mismatch", (), "cudnn_mismatch_or_missing",
+     "No known message matched; its words (cuDNN, versions mismatch) point first to cuDNN missing or the wrong "
+     "version"),
+]
+
+# Not environment problems (texts of negatives in the tuning sets): no diagnosis, whatever their words.
+QUIET = [
+    # tune/eval negatives: PyTorch device-side asserts, kernel source files named in them
+    "../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [44,0,0] "
+    "Assertion `srcIndex < srcSelectDimSize` failed.",
+    "../aten/src/ATen/native/cuda/NLLLoss2d.cu:103: nll_loss2d_forward_kernel: block: [3,0,0], thread: [929,0,0] "
+    "Assertion `t >= 0 && t < n_classes` failed.",
+    # not_env_problem-sknet-pytorch-5: cuDNN refusing a non-contiguous input
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a "
+    "non-contiguous input.",
+    # not_env_problem-transfer-learning-conv-ai-23: cuBLAS failing inside a layer
+    "cublas runtime error : resource allocation failed at /opt/conda/conda-bld/pytorch_1556653099582/work/aten/src/"
+    "THC/THCGeneral.cpp:228",
+    # a type error in a bug report that pastes a healthy nvidia-smi table (thu-ml/SageAttention#104)
+    "RuntimeError: expected scalar type Float but found Half\n\nenvironment:\nnvcc: 12.4\n"
+    "| NVIDIA-SMI 535.161.08             Driver Version: 535.161.08   CUDA Version: 12.2     |\n"
+    "|   0  NVIDIA H20                     On  | 00000000:0F:00.0 Off |                    0 |",
+    "hello world",
+]
+
+
+@pytest.mark.parametrize("text,flags,family,title", READ, ids=[r[2] for r in READ])
+def test_the_words_name_the_class_first_with_low_confidence(text, flags, family, title):
+    result = explain_text(text, flags=flags)
+    first = result.diagnoses[0]
+    assert (first.family, first.via, first.id, first.title) == (family, "vocabulary", "vocabulary", title)
+    assert first.confidence == "low" and first.fix is not None and first.fix.kb_id
+    assert first.differential.candidates[0].family == family and first.differential.basis
+    assert len(first.differential.candidates) > 1          # a differential, never a single claim
+
+
+@pytest.mark.parametrize("text", QUIET)
+def test_a_program_bug_or_no_gpu_words_get_no_diagnosis(text):
+    assert explain_text(text).diagnoses == []
+
+
+def test_the_fallback_is_quiet_where_a_note_already_says_what_it_is():
+    # round1 torch_cpu_build-person-find-3 / eval negatives: the CPU-only note speaks, the words do not
+    text = ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+            "If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') "
+            "to map your storages to the CPU.")
+    result = explain_text(text)
+    assert result.diagnoses == [] and [n.kind for n in result.notes] == ["cpu_only"]
+
+
+def test_the_machine_decides_between_the_words_causes():
+    from gpudoctor.facts import Facts
+    from gpudoctor.snapshot_folder import load
+
+    facts = Facts(load(ROOT / "fixtures" / "scenarios" / "sys-secure-boot-unsigned" / "snapshot"))
+    first = explain_text(READ[4][0], facts=facts).diagnoses[0]        # the driver gone after a reboot
+    assert (first.family, first.via, first.confidence) == ("secure_boot_module_unsigned", "vocabulary", "medium")
+    assert first.title == ("On this machine, Secure Boot refuses the NVIDIA module; no known message matched, and its "
+                           "words (nvidia-smi, After reboot, driver) alone could not decide")
+    assert first.machine["check"] == "DRV001" and first.fix.kb_id == "secure_boot_module_unsigned"
+    verdicts = {c.family: c.verdict.kind for c in first.differential.candidates if c.verdict is not None}
+    assert verdicts["secure_boot_module_unsigned"] == "decided" and verdicts["no_device_in_container"] == "ruled_out"
+
+
+def test_a_differential_of_words_renders_and_validates():
+    doc = to_dict(explain_text("CUDNN_STATUS_INTERNAL_ERROR on GTX 1660 TI"))
+    assert_valid(doc, "explain")
+    diff = doc["diagnoses"][0]["differential"]
+    assert diff["signature"] == "vocabulary" and diff["basis"] == "CUDNN_STATUS_INTERNAL_ERROR"
+    assert [c["family"] for c in diff["candidates"]][:2] == ["tf_memory_growth", "cudnn_mismatch_or_missing"]
+    assert diff["candidates"][0]["tell_apart"]["command"] == "nvidia-smi"
+    assert doc["diagnoses"][0]["values"] == {"words": "CUDNN_STATUS_INTERNAL_ERROR"}
+
+
+@pytest.mark.parametrize("text,feature", [
+    ("cudaGetDeviceCount returned 30\n-> unknown error", "code:cudaerrorunknown"),     # tune suspend digits-1621
+    ("cuda runtime error (38) : no CUDA-capable device is detected", "code:cudaerrornodevice"),   # round2-a csa-5
+    ("The latest nvidia-container-toolkit caused inconsistent cuda version and 804 error.",
+     "code:cudaerrorcompatnotsupportedondevice"),                                         # tune nvidia-docker-1515
+    ("Check failed: error == cudaSuccess (30 vs. 0) unknown error", "code:cudaerrorunknown"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "code:nvmlerrordrivernotloaded"),
+    ("CUresult CUDA_ERROR_SYSTEM_NOT_READY", "code:cudaerrorsystemnotready"),
+])
+def test_error_codes_are_read_by_name_and_by_number(text, feature):
+    assert feature in words.features(text)
+
+
+def test_a_bare_small_number_is_no_error_code():
+    assert not [f for f in words.features("Epoch 2 of 35, error 2.5") if f.startswith("code:")]
+
+
+def test_tensorflow_2_11_counts_only_next_to_windows():
+    assert "tf_new_on_windows" in words.features("TensorFlow 2.13 on Windows 10")
+    assert "tf_new_on_windows" not in words.features("TensorFlow 2.13 on Ubuntu 22.04")
+    assert "tf_new_on_windows" in words.features("TensorFlow 2.13 cannot see the GPU", flags={"windows"})
+
+
+@pytest.mark.parametrize("raw,clean", [
+    ("\x1b[31mRuntimeError\x1b[0m: CUDA out of memory", "RuntimeError: CUDA out of memory"),
+    ("Resource exhausted: Out \nof memory while trying", "Resource exhausted: Out of memory while trying"),
+    ("Could not load dynamic library 'cudart64_110.dll'", "Could not load dynamic library 'libcudart.so.11.0'"),
+    ("cudnn64_8.dll not found; nvcuda.dll", "libcudnn.so.8 not found; libcuda.so.1"),
+    ("Could not load library cudnn_ops_infer64_8.dll", "Could not load library libcudnn_ops_infer.so.8"),
+    ("[rank0]: NCCL error\n[rank1]: ncclSystemError", "NCCL error\nncclSystemError"),
+    ("\u201cCUDA\u201d \u2013 it\u2019s gone", "\"CUDA\" - it's gone"),
+    ("File \"x.py\", line 3, in <module>\n  return torch._C._cuda_getDeviceCount() > 0",
+     "File \"x.py\", line 3, in <module>\n  return torch._C._cuda_getDeviceCount() > 0"),
+])
+def test_normalise(raw, clean):
+    assert normalize(raw) == clean
+
+
+def test_a_wrapped_message_is_read_again_normalised():
+    # round2-a oom-jax-788-fragmentation: the terminal broke "Out of memory" in two
+    text = ("[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc"
+            ":672] Execution of replica 0 failed: Resource exhausted: Out \nof memory while trying to allocate "
+            "5520758552 bytes.")
+    first = explain_text(text).diagnoses[0]
+    assert (first.family, first.via, first.title) == ("oom", "signature", "XLA/JAX ran out of GPU memory")
+
+
+def test_the_vocabulary_names_known_families_and_every_family_can_be_told_apart():
+    families = {f["id"] for f in json.loads((ROOT / "gpudoctor/knowledge/data/families.json").read_text())["families"]}
+    named = {f for t in vocabulary.terms() for f in t.families} | {f for c in vocabulary.codes() for f in c.families}
+    tells = vocabulary.tell_apart()
+    assert named - {"not_env_problem"} <= set(tells) <= families
+    for tell in tells.values():
+        assert tell.command and tell.shows
+        assert (ROOT / "gpudoctor/knowledge/recipes" / f"{tell.recipe}.json").is_file()
+    assert {t.with_ for t in vocabulary.terms() if t.with_} <= {t.id for t in vocabulary.terms()}
+
+
+def test_the_stored_counts_are_the_tuning_sets_counts():
+    spec = importlib.util.spec_from_file_location("explain_vocabulary", ROOT / "bench" / "explain_vocabulary.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main([]) == 0
+    assert set(vocabulary.counts()) <= {t.id for t in vocabulary.terms()} | {"code:" + c.key for c in
+                                                                             vocabulary.codes()}
