@@ -102,7 +102,7 @@ def test_the_machine_explains_a_symptom_the_text_cannot():
 def test_json_shows_the_differential_and_the_machine(tmp_path):
     from gpudoctor.explain.render import to_dict
     out = to_dict(explain_text(SMI, facts=facts("sys-nouveau-loaded")))
-    assert out["schema"] == "gpudoctor.explain/4"
+    assert out["schema"] == "gpudoctor.explain/5"
     d = out["diagnoses"][0]
     assert d["machine"]["family"] == "nouveau_conflict"
     first = d["differential"]["candidates"][0]
