@@ -168,11 +168,11 @@ def test_ten_thousand_reports_in_under_five_seconds():
         else:
             docs.append(report(f"gpu{i:05d}"))
     text = "\n".join(json.dumps(d) for d in docs)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: a loaded runner's waits are not the reader's cost
     nodes, dupes, bad = {}, Counter(), []
     fleet.read_text(text, "bench", nodes, dupes, bad)
     s = fleet.summarise(nodes, bad, dupes)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert elapsed < 5.0
     assert s["nodes"] == 10000 and s["status"]["fail"] == 20
     assert s["problems"][0]["count"] == 20
