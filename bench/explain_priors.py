@@ -5,12 +5,12 @@
 
 A signature with a differential (``tell_apart`` on itself and on its alternatives) ranks the
 causes of its message by how often each was the cause in real threads. The count of a
-candidate family is the number of cases of fixtures/errors-dev/cases.jsonl,
-fixtures/errors-real/tune.jsonl, fixtures/errors-real/round1-frozen.jsonl (round 1's frozen set, tunable
-from round 2 on) and tests/data/explain_eval.jsonl whose text the signature
-matches and whose primary family is that candidate; ``threads`` lists their issue threads,
-and the signature's ``prior_of`` is how many of those cases it matched in all (causes that
-are no candidate included). The frozen test set is never read.
+candidate family is the number of cases of the tunable sets of bench/explain_accuracy.py - dev,
+tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
+from round 3 on) and round3-a (the tunable half of frozen-test-3; round 4 holds round3-b out) -
+whose text the signature matches and whose primary family is that candidate; ``threads`` lists
+their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
+(causes that are no candidate included). The held-out half and the frozen test set are never read.
 """
 
 from __future__ import annotations
@@ -25,21 +25,15 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = (ROOT / "fixtures" / "errors-dev" / "cases.jsonl", ROOT / "fixtures" / "errors-real" / "tune.jsonl",
-        ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl", ROOT / "tests" / "data" / "explain_eval.jsonl")
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3-a")   # names of bench/explain_accuracy.py
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 
 def cases() -> List[Tuple[str, str, str]]:
     """(text, primary family, thread) of every case the priors may be counted from."""
-    out = []
-    for path in SETS:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                raw = json.loads(line)
-                family = (raw.get("categories") or [raw.get("family")])[0]
-                out.append((raw.get("error_text", raw.get("text")), family, raw["source"]))
-    return out
+    from bench.explain_accuracy import cases_of
+
+    return [(c["text"], c["families"][0], c["source"]) for name in SETS for c in cases_of(name)]
 
 
 def count() -> Dict[str, Dict]:

@@ -54,6 +54,35 @@ def _refined(exc: OSError, dir_fd: int, name: str) -> str:
     return _reason(exc)
 
 
+def read_fd(fd: int, cap: int, whole: bool = False) -> Tuple[bytes, bool]:
+    """The first ``cap`` bytes of the regular file open at ``fd``, and whether there was more.
+
+    ``whole``: a file over ``cap`` bytes is refused unread (its size says so) instead of cut.
+    A FIFO or device is refused before anything is read. Shared with ``liveread`` (the live
+    machine's files): one capped, non-blocking read for recordings and live files alike.
+    """
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+        if whole and st.st_size > cap:
+            raise Refused(f"over {cap} bytes")
+        chunks: List[bytes] = []
+        left = cap
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        cut = left == 0 and bool(os.read(fd, 1))
+    except OSError as exc:
+        raise Refused(_reason(exc)) from None
+    if whole and cut:
+        raise Refused(f"over {cap} bytes")  # it grew while being read (or /proc, whose size is 0)
+    return b"".join(chunks), cut
+
+
 class Folder:
     """A directory opened once; paths below it are tuples of names (never joined strings)."""
 
@@ -84,33 +113,12 @@ class Folder:
                 os.close(fd)
 
     def read(self, parts: Parts, cap: int, whole: bool = False) -> Tuple[bytes, bool]:
-        """The first ``cap`` bytes of a regular file, and whether there was more.
-
-        ``whole``: a file over ``cap`` bytes is refused unread (its size says so) instead of cut.
-        """
+        """The first ``cap`` bytes of a regular file, and whether there was more (see :func:`read_fd`)."""
         fd = self._open(parts, _FILE_FLAGS)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise Refused("is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
-            if whole and st.st_size > cap:
-                raise Refused(f"over {cap} bytes")
-            chunks: List[bytes] = []
-            left = cap
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            cut = left == 0 and bool(os.read(fd, 1))
-        except OSError as exc:
-            raise Refused(_reason(exc)) from None
+            return read_fd(fd, cap, whole)
         finally:
             os.close(fd)
-        if whole and cut:
-            raise Refused(f"over {cap} bytes")  # it grew while being read
-        return b"".join(chunks), cut
 
     def kind(self, parts: Parts) -> Optional[str]:
         """"file", "dir", or None for anything else (missing, a link, a FIFO) at ``parts``."""

@@ -25,6 +25,25 @@ class Status(str, Enum):
 
 _RANK = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.ERROR: 2, Status.FAIL: 3}
 
+# A finding quotes what a machine printed; a machine can print megabytes on one line
+# (`cat /dev/zero` as nvidia-smi). Reports stay readable and small: longer texts are cut.
+MAX_TITLE_CHARS = 500
+MAX_TEXT_CHARS = 4000
+
+
+def clip(text: Optional[str], limit: int = MAX_TITLE_CHARS) -> Optional[str]:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+def _clip_fields(obj, limits) -> None:
+    for name, limit in limits:
+        value = getattr(obj, name)
+        if isinstance(value, str) and len(value) > limit:
+            object.__setattr__(obj, name, clip(value, limit))  # frozen: set once, at creation
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -36,6 +55,9 @@ class Evidence:
 
     source: str
     excerpt: str = ""
+
+    def __post_init__(self):
+        _clip_fields(self, (("source", MAX_TITLE_CHARS), ("excerpt", MAX_TEXT_CHARS)))
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,10 @@ class Finding:
     cannot_tell: bool = False  # a skip because facts could not be read (not: does not apply here)
     family: Optional[str] = None  # the diagnosis family (shared with explain); default: the fix recipe's
     symptom_of: Tuple[str, ...] = ()  # check ids whose problem, when present, explains this one
+
+    def __post_init__(self):
+        _clip_fields(self, (("title", MAX_TITLE_CHARS), ("subject", MAX_TITLE_CHARS),
+                            ("detail", MAX_TEXT_CHARS)))
 
     def with_id(self, check_id: str) -> "Finding":
         return replace(self, check_id=check_id)

@@ -23,9 +23,15 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 _PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}"
-XID = re.compile(rf"(?<!S)\bXid \((?:PCI:)?(?P<pci>{_PCI})(?:\.[0-7])?[^)]*\):\s*(?P<code>\d+)(?:,\s*(?P<rest>.*))?")
-SXID = re.compile(rf"(?P<device>[\w-]*):?\s*SXid \(PCI:(?P<pci>{_PCI})(?:\.[0-7])?\):\s*(?P<code>\d+),\s*"
-                  r"(?P<severity>Fatal|Non-fatal)\b")
+# A recorded log is untrusted input: lines are read up to MAX_LINE_CHARS (as the live probe keeps
+# them), codes of more than 9 digits are no code (int() of 5,000 digits raises), and the NVSwitch's
+# name before "SXid" is read from the few characters before it (`[\w-]*:?\s*SXid` searched from every
+# position was quadratic: a 20,000-character word took 11 s).
+MAX_LINE_CHARS = 1000
+XID = re.compile(rf"(?<!S)\bXid \((?:PCI:)?(?P<pci>{_PCI})(?:\.[0-7])?[^)]{{0,200}}\):\s*(?P<code>\d{{1,9}})(?!\d)"
+                 r"(?:,\s*(?P<rest>.*))?")
+SXID = re.compile(rf"SXid \(PCI:(?P<pci>{_PCI})(?:\.[0-7])?\):\s*(?P<code>\d{{1,9}}),\s*(?P<severity>Fatal|Non-fatal)\b")
+_SWITCH_NAME = re.compile(r"([\w-]{1,64}):?\s{0,8}$")  # "nvidia-nvswitch1: " right before "SXid"
 LOST = re.compile(rf"NVRM: GPU (?P<pci>{_PCI})(?:\.[0-7])?: GPU has fallen off the bus"
                   rf"|GPU (?P<pci2>{_PCI})(?:\.[0-7])?\b.*has failed to respond")
 LOST_START = re.compile(rf"NVRM: The NVIDIA GPU (?P<pci>{_PCI})")
@@ -71,20 +77,25 @@ def _xid(i: int, line: str, m: re.Match) -> KernelEvent:
 
 def _lost_start(i: int, lines: Sequence[str], m: re.Match) -> Optional[KernelEvent]:
     """The three-line "The NVIDIA GPU ... has fallen off the bus" message (one kmsg record, or three lines)."""
-    if any(LOST_END.search(ln) for ln in lines[i:i + 4]):
+    if any(LOST_END.search(ln[:MAX_LINE_CHARS]) for ln in lines[i:i + 4]):
         return KernelEvent("lost", i, lines[i][:MAX_TEXT], pci_key(m.group("pci")))
     return None
 
 
+def _sxid(i: int, line: str, m: re.Match) -> KernelEvent:
+    name = _SWITCH_NAME.search(line, max(0, m.start() - 80), m.start())
+    return KernelEvent("sxid", i, line[:MAX_TEXT], pci_key(m.group("pci")), int(m.group("code")),
+                       fatal=m.group("severity") == "Fatal", detail=name.group(1) if name else None)
+
+
 def parse_line(i: int, lines: Sequence[str]) -> Optional[KernelEvent]:
-    line = lines[i]
+    line = lines[i][:MAX_LINE_CHARS]
     m = XID.search(line)
     if m:
         return _xid(i, line, m)
     m = SXID.search(line)
     if m:
-        return KernelEvent("sxid", i, line[:MAX_TEXT], pci_key(m.group("pci")), int(m.group("code")),
-                           fatal=m.group("severity") == "Fatal", detail=m.group("device") or None)
+        return _sxid(i, line, m)
     m = LOST.search(line)
     if m:
         return KernelEvent("lost", i, line[:MAX_TEXT], pci_key(m.group("pci") or m.group("pci2")))

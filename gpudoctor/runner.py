@@ -1,21 +1,34 @@
 """The one seam through which gpudoctor runs other programs.
 
 Every command runs with an argv list (never a shell), a timeout, and its own process
-group so that a hung ``nvidia-smi`` and any children it spawned are killed together.
-Failures are data: the result records what happened instead of raising.
+group; when it ends, it and everything it started (new sessions included, see
+``proctree``) are killed together, and its output is read with a cap while it runs
+(``capture``). Failures are data: the result records what happened instead of raising.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Mapping, Optional, Sequence
+from dataclasses import asdict, dataclass
+from typing import Dict, Mapping, Optional, Sequence, Union
 
-# Output beyond this is cut; a doctor needs the start of a command's output, not gigabytes.
-MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+from gpudoctor import proctree
+from gpudoctor.capture import DISCARD_FACTOR, MAX_OUTPUT_BYTES, pump, wait_exit
+
+_ACTIVE: Dict[int, str] = {}  # pid -> run id of each command running now, for kill_active()
+HELD = "exited, but a process it started kept its output open; killed that process"
+
+
+def _note(stop: Optional[str], limit: int) -> Optional[str]:
+    if stop == "flood":
+        return f"printed more than {_size((DISCARD_FACTOR + 1) * limit)}; stopped it and kept the first {_size(limit)}"
+    return HELD if stop == "held" else None
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 @dataclass(frozen=True)
@@ -33,7 +46,8 @@ class CommandResult:
     duration_s: float = 0.0
     timed_out: bool = False
     error: Optional[str] = None
-    truncated: bool = False
+    truncated: bool = False  # output over the run's cap was cut
+    note: Optional[str] = None  # how the run was cut short, besides a timeout
 
     @property
     def ok(self) -> bool:
@@ -50,6 +64,8 @@ class CommandResult:
             return f"`{cmd}`: {self.error}"
         if self.timed_out:
             return f"`{cmd}` did not answer within {self.duration_s:.0f}s"
+        if self.note:
+            return f"`{cmd}` {self.note} (exit {self.returncode})"
         return f"`{cmd}` exited {self.returncode}"
 
     def to_dict(self) -> dict:
@@ -64,54 +80,66 @@ class CommandResult:
         return cls(**known)
 
 
-def _decode(data: Optional[bytes]) -> tuple[str, bool]:
-    if not data:
-        return "", False
-    cut = len(data) > MAX_OUTPUT_BYTES
-    return data[:MAX_OUTPUT_BYTES].decode("utf-8", errors="replace"), cut
+def _decode(data: bytes) -> str:
+    return bytes(data).decode("utf-8", errors="replace")
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _start(argv: tuple, env: Optional[Mapping[str, str]], cwd: Optional[str], mark: str,
+           with_stdin: bool) -> Union[subprocess.Popen, str]:
+    child_env = dict(os.environ if env is None else env)
+    child_env[proctree.MARK] = mark  # how proctree finds what the command left behind
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        try:
-            proc.kill()
-        except OSError:
-            pass
+        return subprocess.Popen(argv, stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env, cwd=cwd,
+                                start_new_session=True)
+    except FileNotFoundError:
+        return "not found"
+    except PermissionError:
+        return "permission denied"
+    except OSError as exc:
+        return f"could not start: {exc.strerror or exc}"
 
 
 def run(argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[str] = None, stdin_data: Optional[bytes] = None) -> CommandResult:
-    """Run ``argv`` for at most ``timeout`` seconds; never raises for the command's sake."""
+        cwd: Optional[str] = None, stdin_data: Optional[bytes] = None,
+        max_bytes: int = MAX_OUTPUT_BYTES) -> CommandResult:
+    """Run ``argv`` for at most ``timeout`` seconds; never raises for the command's sake.
+
+    Whatever happens, nothing the command started outlives this call (``proctree``), and
+    no more than ``max_bytes`` of each stream is ever held.
+    """
     argv = tuple(str(a) for a in argv)
     start = time.monotonic()
+    mark = proctree.new_mark()
+    proc = _start(argv, env, cwd, mark, stdin_data is not None)
+    if isinstance(proc, str):
+        return CommandResult(argv, error=proc)
+    deadline = start + max(timeout, 0.01)
+    _ACTIVE[proc.pid] = mark
     try:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env) if env is not None else None,
-            cwd=cwd, start_new_session=True)
-    except FileNotFoundError:
-        return CommandResult(argv, error="not found")
-    except PermissionError:
-        return CommandResult(argv, error="permission denied")
-    except OSError as exc:
-        return CommandResult(argv, error=f"could not start: {exc.strerror or exc}")
-    timed_out = False
-    try:
-        out, err = proc.communicate(input=stdin_data, timeout=max(timeout, 0.01))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=2)
-        except subprocess.TimeoutExpired:
-            out, err = b"", b""
-    duration = time.monotonic() - start
-    stdout, cut_out = _decode(out)
-    stderr, cut_err = _decode(err)
-    return CommandResult(argv, None if timed_out else proc.returncode, stdout, stderr,
-                         round(duration, 3), timed_out, None, cut_out or cut_err)
+        kept, stop = pump(proc, deadline, stdin_data, max_bytes)
+        if stop is None and not wait_exit(proc, deadline):
+            stop = "timeout"  # closed its output but kept running
+    finally:
+        proctree.kill_tree(proc.pid, mark)
+        _ACTIVE.pop(proc.pid, None)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    returncode = proc.wait()
+    out, err = kept[proc.stdout], kept[proc.stderr]
+    cut = stop == "flood" or len(out) >= max_bytes or len(err) >= max_bytes
+    timed_out = stop == "timeout"
+    return CommandResult(argv, None if timed_out else returncode, _decode(out), _decode(err),
+                         round(time.monotonic() - start, 3), timed_out, None, cut,
+                         _note(stop, max_bytes))
+
+
+def kill_active() -> None:
+    """Kill every command still running (and what it started), for an exit that cannot wait
+    for the runs to end by themselves: a signal handler, the hook's watchdog."""
+    for pid, mark in list(_ACTIVE.items()):
+        proctree.kill_tree(pid, mark, rounds=1)
 
 
 def which(name: str, path: Optional[str] = None) -> Optional[str]:

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 
 from gpudoctor.runner import CommandResult
 
-SCHEMA = "gpudoctor.snapshot/1"
+SCHEMA = "gpudoctor.snapshot/2"
 # Files larger than this are not recorded whole: a doctor reads config files, not disks.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Dict
 
 from gpudoctor.facts import Facts, NotApplicable
+from gpudoctor.findings import clip
 
 
 def _framework(f: Facts, name: str) -> Dict:
@@ -47,7 +48,7 @@ def machine_summary(f: Facts) -> Dict:
         "cuda_driver_max": f.get("cuda_driver_max"),
         "nvcc": nvcc.version if nvcc else None,
         "gpus": [g.to_dict() for g in gpus],
-        "no_gpu_reason": None if gpus else f.why_missing("gpus"),
+        "no_gpu_reason": None if gpus else clip(f.why_missing("gpus")),
         "frameworks": {name: _framework(f, name) for name in ("torch", "tensorflow", "jax")},
         "env": {k: v for k, v in f.env.items() if k.startswith(("CUDA_", "NVIDIA_", "TF_", "PYTORCH_"))},
     }

@@ -106,7 +106,7 @@ def test_snapshot_command_then_replay(tmp_path):
     assert rec.returncode == 0 and "snapshot written" in rec.stdout
     assert (out / "snapshot.json").is_file() and (out / "commands" / "nvidia_smi_xml.out").is_file()
     data = json.loads((out / "snapshot.json").read_text())
-    assert data["schema"] == "gpudoctor.snapshot/1"
+    assert data["schema"] == "gpudoctor.snapshot/2"
     # recorded as this machine answered: "not found" exactly when nvidia-smi is not on PATH
     assert (data["commands"]["nvidia_smi_xml"]["error"] == "not found") == (shutil.which("nvidia-smi") is None)
     replay = invoke("check", "--snapshot", out, "--json")

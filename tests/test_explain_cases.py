@@ -4,6 +4,7 @@ family comes first, and text whose cause is the program itself gets no environme
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,14 @@ def context_flags(environment: dict) -> list:
     """What the reporter said about where it ran, as `--context` flags (never the answer itself)."""
     flags = []
     text = json.dumps(environment).lower()
-    if environment.get("container"):
+    # A collector may give the environment as one sentence ({"summary": ...}): read it as the user's
+    # own words, the way they would pass --context (Windows, a container they named).
+    summary = str(environment.get("summary", "")).lower()
+    if environment.get("container") or re.search(r"\b(docker|container|singularity|podman|kubernetes)\b", summary):
         flags.append("container")
     if "wsl" in text:
         flags.append("wsl")
-    if "windows" in str(environment.get("os", "")).lower():
+    if "windows" in str(environment.get("os", "")).lower() or "windows" in summary:
         flags.append("windows")
     return flags
 

@@ -38,7 +38,7 @@ def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command
     assert [x.family for x in d] == ["driver_not_loaded"]
     cands = d[0].differential.candidates
     assert [c.family for c in cands] == ["driver_not_loaded", "secure_boot_module_unsigned", "no_nvidia_gpu",
-                                        "xid_or_hardware", "nouveau_conflict", "no_device_in_container", "wsl_specific"]
+                                        "xid_or_hardware", "nouveau_conflict", "wsl_specific", "no_device_in_container"]
     commands = {c.family: c.tell_apart.command for c in cands}
     assert commands["secure_boot_module_unsigned"] == "mokutil --sb-state"
     assert commands["nouveau_conflict"] == "lsmod | grep nouveau"
@@ -102,7 +102,7 @@ def test_the_machine_explains_a_symptom_the_text_cannot():
 def test_json_shows_the_differential_and_the_machine(tmp_path):
     from gpudoctor.explain.render import to_dict
     out = to_dict(explain_text(SMI, facts=facts("sys-nouveau-loaded")))
-    assert out["schema"] == "gpudoctor.explain/4"
+    assert out["schema"] == "gpudoctor.explain/5"
     d = out["diagnoses"][0]
     assert d["machine"]["family"] == "nouveau_conflict"
     first = d["differential"]["candidates"][0]

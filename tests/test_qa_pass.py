@@ -260,7 +260,9 @@ def test_fleet_skips_a_damaged_report_and_summarises_the_rest(tmp_path, damage):
     assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["nodes"] == 1
-    assert summary["unreadable"] == [{"source": str(tmp_path / "bad.json"), "reason": "a damaged gpudoctor report"}]
+    # Named with its line; the reason says which part has the wrong type (issue 15's streaming reader).
+    assert [(u["source"], u["line"], u["reason"].split(" (")[0]) for u in summary["unreadable"]] == [
+        (str(tmp_path / "bad.json"), 1, "a damaged gpudoctor report")]
 
 
 # --- --color forces colour in every command, also when stdout is not a terminal -------------

@@ -26,7 +26,7 @@ CONSTANTS = {
     "hook": ("gpudoctor.hook.outcome", "SCHEMA"),
     "devices": ("gpudoctor.commands.devices", "SCHEMA"),
     "explain": ("gpudoctor.explain.render", "SCHEMA"),
-    "fleet": ("gpudoctor.fleet", "SCHEMA"),
+    "fleet": ("gpudoctor.fleet.summary", "SCHEMA"),
     "memory": ("gpudoctor.memory.report", "SCHEMA"),
     "snapshot": ("gpudoctor.snapshot", "SCHEMA"),
     "snapshot-summary": ("gpudoctor.commands.snapshot", "SCHEMA"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from gpudoctor import staging
+from gpudoctor import liveread, staging
 from gpudoctor.bundle import collect, html, manifest
 from gpudoctor.bundle.anonymize import Anonymizer
 from gpudoctor.bundle.members import extra_members
@@ -59,10 +59,8 @@ def machine_names(root: str, environ: Mapping[str, str]) -> Tuple[List[str], Lis
     """This machine's host names and user names, to be replaced by --anonymize."""
     hosts = [socket.gethostname()]
     for rel in ("etc/hostname", "proc/sys/kernel/hostname"):
-        try:
-            hosts.append(Path(root, rel).read_text(encoding="utf-8", errors="replace").strip())
-        except OSError:
-            pass
+        text, _ = liveread.read_text(str(Path(root, rel)), 4096)  # a FIFO here must not hang the bundle
+        hosts.append((text or "").strip())
     users = [environ.get(k, "") for k in ("USER", "LOGNAME", "SUDO_USER", "USERNAME")]
     try:
         users.append(pwd.getpwuid(os.getuid()).pw_name)

@@ -35,14 +35,14 @@ def json_listing(name: str, res: CommandResult, s: Sanitizer) -> Member:
     """pip/conda JSON with names and versions kept verbatim (9.1.0.70 is a version, not an IP address)."""
     try:
         rows = json.loads(res.stdout) if res.ok else None
-    except ValueError:
-        rows = None
-    if not isinstance(rows, list):
+        keep = ("name", "version", "build_string", "build_number")
+        clean = [{k: _field(k in keep, v, s) for k, v in row.items()} if isinstance(row, dict) else s.value(row)
+                 for row in rows] if isinstance(rows, list) else None
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than pip ever prints
+        clean = None
+    if clean is None:
         text = f"# {res.describe()}\n# stdout:\n{res.stdout}\n# stderr:\n{res.stderr}"
         return (f"{name}.txt", s.text(text).encode("utf-8"))
-    keep = ("name", "version", "build_string", "build_number")
-    clean = [{k: _field(k in keep, v, s) for k, v in row.items()} if isinstance(row, dict) else s.value(row)
-             for row in rows]
     return (f"{name}.json", (json.dumps(clean, indent=2) + "\n").encode("utf-8"))
 
 

@@ -121,7 +121,11 @@ def kill_children(rounds: int = 3) -> None:
     """Kill the commands still running for us (each leads its own process group, see runner.run).
 
     A few rounds: a worker thread may be starting one more command while we kill the others.
+    The runner's own list comes first: it also finds what those commands started in new sessions.
     """
+    from gpudoctor import runner
+
+    runner.kill_active()
     try:
         import psutil
         me = psutil.Process()

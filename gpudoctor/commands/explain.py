@@ -27,8 +27,11 @@ CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
 @python_option
 @click.option("--timeout", type=TIMEOUT_SECONDS, default=15.0, show_default=True,
               help="Seconds --here may spend probing this machine.")
+@click.option("--time-limit", type=click.FloatRange(0.1, 86400), default=60.0, show_default=True,
+              help="Seconds reading the inputs may take; past it, what was read is diagnosed and the "
+                   "output says where reading stopped.")
 @color_option
-def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeout, color):
+def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeout, time_limit, color):
     """Explain CUDA / driver / PyTorch / TensorFlow errors: what they mean and how to fix them.
 
     Give the error text, one or more log files (any size, .gz too), or - to read stdin.
@@ -59,7 +62,7 @@ def command(inputs, as_json, snapshot_path, here, contexts, jobs, python, timeou
     facts = _facts(snapshot_path, here, python, timeout)
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     try:
-        result = explain(sources, contexts, facts, stdin, jobs=jobs)
+        result = explain(sources, contexts, facts, stdin, jobs=jobs, time_limit=time_limit)
     except BadInput as exc:
         raise InputError(str(exc)) from None
     for warning in result.warnings:

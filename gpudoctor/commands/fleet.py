@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
 
 import click
 
@@ -36,23 +35,17 @@ def command(reports, as_json, limit, color):
     Exit codes: 0 no node failed, 1 at least one node reports a failure, 2 no report in the
     input or an unreadable file.
     """
-    from gpudoctor import fleet
+    from gpudoctor.fleet import summary as fleet
+    from gpudoctor.fleet.jobs import Unreadable, read_all
 
-    nodes, dupes, bad = {}, Counter(), []
-    for source in reports:
-        if source == "-":
-            fleet.read_text(sys.stdin.buffer.read().decode("utf-8", "replace"), "<stdin>", nodes, dupes, bad)
-            continue
-        for path in fleet.input_files([source]):
-            try:
-                text = path.read_bytes().decode("utf-8", "replace")
-            except OSError as exc:
-                raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-            fleet.read_text(text, str(path), nodes, dupes, bad)
-    if not nodes:
+    try:
+        tally = read_all(reports)
+    except Unreadable as exc:
+        raise InputError(str(exc)) from None
+    if not tally.nodes:
         raise InputError("no gpudoctor report found in the input "
                          "(expected `gpudoctor check --json` or `--jsonl` output)")
-    summary = fleet.summarise(nodes, bad, dupes)
+    summary = fleet.summarise(tally.nodes, tally.bad, tally.dupes, tally.bad_count)
     if as_json:
         from gpudoctor.render.json import dumps
 

@@ -278,6 +278,9 @@ class _Watchdog:
         self.timer.start()
 
     def _fire(self):
+        from gpudoctor import runner
+
+        runner.kill_active()  # nvidia-smi and whatever it started must not outlive the hook
         os.write(2, f"gpudoctor: internal error, not judging this node: the hook did not finish "
                     f"within {self.seconds:g}s\n".encode())
         os._exit(int(HookExit.UNKNOWN))

@@ -13,6 +13,7 @@ from typing import Dict, Optional
 
 import click
 
+from gpudoctor import liveread
 from gpudoctor.commands.common import (InputError, color_option, json_option, load_snapshot, python_option,
                                        snapshot_option)
 from gpudoctor.exitcodes import ExitCode
@@ -102,14 +103,20 @@ def _machine_notes(machine) -> list:
             "not the whole GPU compared here" for g in machine.gpus if g.mig_mode == "Enabled"]
 
 
+MAX_READ_BYTES = 64 << 20  # a memory summary is a few KB, an OOM log rarely a few MB
+
+
 def _read_text(path: str) -> str:
+    """The text to --read: a FIFO or device is refused, a file or stdin over the cap too."""
     if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise ValueError(f"--read {path}: {exc.strerror or exc}") from None
+        data = sys.stdin.buffer.read(MAX_READ_BYTES + 1)
+        if len(data) > MAX_READ_BYTES:
+            raise ValueError(f"--read -: over {MAX_READ_BYTES} bytes on stdin")
+        return data.decode("utf-8", errors="replace")
+    text, why = liveread.read_text(path, MAX_READ_BYTES)
+    if text is None:
+        raise ValueError(f"--read {path}: {why}")
+    return text
 
 
 def _text(doc: Dict) -> str:

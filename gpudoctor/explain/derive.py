@@ -30,7 +30,7 @@ def _v(text: Any) -> Optional[Version]:
 def _cuda_values(values: Dict[str, Any]) -> None:
     if values.get("driver_api") and not values.get("driver_cuda"):
         try:
-            values["driver_cuda"] = knowledge.cuda_from_driver_api_int(int(values["driver_api"]))
+            values["driver_cuda"] = knowledge.cuda_from_driver_api_int(_small_int(values["driver_api"]))
         except ValueError:
             pass
     driver = values.get("driver_version")
@@ -51,9 +51,15 @@ def _cuda_values(values: Dict[str, Any]) -> None:
             values["min_driver"] = req.min_driver
 
 
+def _small_int(value: Any) -> Optional[int]:
+    """An int of at most 18 digits, else None (a message's 5,000-digit number is no version)."""
+    text = str(value).strip()
+    return int(text) if text.isdigit() and len(text) <= 18 else None
+
+
 def _torch_cuda(torch_version: Any) -> Optional[str]:
     """"2.3.1+cu121" -> "12.1" (the CUDA a torch wheel was built with)."""
-    m = re.search(r"\+cu(\d+)(\d)$", str(torch_version or ""))
+    m = re.search(r"\+cu(\d{1,4})(\d)$", str(torch_version or ""))
     return f"{int(m.group(1))}.{m.group(2)}" if m else None
 
 
@@ -62,7 +68,7 @@ def _arch_values(values: Dict[str, Any]) -> None:
         values["compute_cap"] = sm_to_cc(str(values["sm"]))
     archs = values.get("arch_list")
     if isinstance(archs, list) and archs:
-        numbered = [(int(m.group(1)), a) for a in archs for m in [re.search(r"_(\d+)", a)] if m]
+        numbered = [(int(m.group(1)), a) for a in archs for m in [re.search(r"_(\d{1,6})(?!\d)", str(a))] if m]
         if numbered:
             values["arch_max"] = max(numbered)[1]
     cc = values.get("compute_cap")

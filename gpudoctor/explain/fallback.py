@@ -95,12 +95,15 @@ def _lead(feats: Mapping[str, Mark], family: str, counts: Mapping) -> List[str]:
 def _candidates(ranked, seen: Mapping[str, int], flags, machine) -> List[Candidate]:
     tells = vocabulary.tell_apart()
     out = []
-    for family, score in [(f, s) for f, s in ranked if f in tells][:MAX_CANDIDATES]:
+    for i, (family, score) in enumerate((f, s) for f, s in ranked if f in tells):
         tell = tells[family]
+        verdict = machine.verdict(family, tell) if machine is not None else None
+        # past the first few, a cause the words name stays only when the machine's checks found it
+        if i >= MAX_CANDIDATES and (verdict is None or verdict.kind != "decided"):
+            continue
         cand = Candidate(family, tell.recipe, tell, seen.get(family, 0), score=round(100 * score))
         cand.unplaced = bool(tell.only_in) and tell.only_in not in flags
-        if machine is not None:
-            cand.verdict = machine.verdict(family, tell)
+        cand.verdict = verdict
         out.append(cand)
     return sorted(out, key=Candidate.rank_key)
 

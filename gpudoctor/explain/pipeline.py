@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterable, List, Optional
 
@@ -12,6 +13,10 @@ from gpudoctor.explain.diagnose import Diagnoser, Diagnosis, Hit, Note, typed_va
 from gpudoctor.explain.normalize import normalize
 from gpudoctor.explain.scan import HEAD_BYTES
 from gpudoctor.explain.sources import BadInput, Source, resolve, scan
+
+# A log of any size is read at hundreds of MB/s; a hostile one (every line an error, a gzip
+# bomb of distinct messages) is cut here and its diagnosis says so.
+TIME_LIMIT_S = 60.0
 
 __all__ = ["BadInput", "Diagnosis", "Note", "Result", "explain", "explain_text", "resolve"]
 
@@ -44,12 +49,16 @@ def _context_text(result) -> str:
 
 
 def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, stdin: Optional[BinaryIO] = None,
-            catalog=None, jobs: Optional[int] = None, vocabulary: bool = True) -> Result:
+            catalog=None, jobs: Optional[int] = None, vocabulary: bool = True,
+            time_limit: Optional[float] = TIME_LIMIT_S) -> Result:
     """Scan every source and diagnose them together (one log split over several files is one story).
 
     Nothing known in the text: a second reading of it normalised (colour codes, typography, wrapped
-    lines, DLL names), then, with ``vocabulary``, the ranked reading of its words (``fallback``)."""
+    lines, DLL names), then, with ``vocabulary``, the ranked reading of its words (``fallback``).
+    Reading stops after ``time_limit`` seconds (None: no limit); what was read is diagnosed,
+    and each input cut short says so (``stopped`` in its input entry, and a warning)."""
     catalog = catalog or _catalog.load()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     ctx = Context()
     read_flags(ctx, flags, "--context")
     if facts is not None:
@@ -57,8 +66,14 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     hits: List[Hit] = []
     inputs, warnings, texts = [], [], []
     for source in sources:
-        result = scan(source, catalog, stdin, jobs)
+        if deadline is not None and time.monotonic() > deadline:
+            inputs.append({"name": source.name, "kind": source.kind, "bytes": 0, "lines": 0,
+                           "stopped": f"not read: the time limit of {time_limit:g} s was reached before it"})
+            warnings.append(f"{source.name}: {inputs[-1]['stopped']}")
+            continue
+        result = scan(source, catalog, stdin, jobs, deadline)
         inputs.append({"name": source.name, "kind": source.kind, "bytes": result.bytes_read, "lines": result.lines})
+        _note_stop(inputs[-1], warnings, result.stopped_at, time_limit)
         text = _context_text(result)
         if not result.hits and result.bytes_read <= HEAD_BYTES:
             text = normalize(text)
@@ -75,6 +90,14 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
         found = fallback.read(texts, given, diagnoser.machine, facts)
         diagnoses = [found] if found is not None else []
     return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _note_stop(entry: Dict[str, Any], warnings: List[str], stopped_at: Optional[int], limit: Optional[float]) -> None:
+    """An input the time limit cut short says where, in its entry and as a warning."""
+    if stopped_at is not None:
+        entry["stopped"] = (f"stopped after {limit:g} s (the time limit), {stopped_at / 2 ** 20:.1f} MiB in: "
+                            "the rest was not read, and errors in it are not diagnosed")
+        warnings.append(f"{entry['name']}: {entry['stopped']}")
 
 
 def _merge_hits(hits: List[Hit]) -> List[Hit]:

@@ -1,4 +1,4 @@
-"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/4).
+"""``explain`` output: terminal text (most likely diagnosis first) and JSON (gpudoctor.explain/5).
 
 Schema 4 adds the vocabulary fallback: a diagnosis ``via`` "vocabulary" whose differential has a ``basis``.
 
@@ -16,7 +16,7 @@ from gpudoctor.explain.values import display, jsonable
 from gpudoctor.findings import Status
 from gpudoctor.render.style import Style
 
-SCHEMA = "gpudoctor.explain/4"
+SCHEMA = "gpudoctor.explain/5"
 _CONFIDENCE = {"high": Status.FAIL, "medium": Status.WARN, "low": Status.SKIP}
 _WIDTH = 100
 
@@ -132,6 +132,7 @@ def render(result, style: Style) -> str:
     for n in result.notes:
         out += [""] + _note(n, style)
     out.append("")
+    out += [style.dim(f"{i['name']}: {i['stopped']}") for i in result.inputs if i.get("stopped")]
     if result.diagnoses:
         n = len(result.diagnoses)
         out.append(f"{n} diagnos{'is' if n == 1 else 'es'}, most likely first.")

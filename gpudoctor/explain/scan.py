@@ -25,6 +25,7 @@ SHORT_GATE = 8           # gates up to this long are searched with re, longer on
 EXCERPT = 300            # characters of a matching line that are stored and shown
 MAX_LINES_KEPT = 50      # line numbers stored per signature (the count is exact)
 MAX_WINDOWS_KEPT = 3     # text windows kept per signature, for facts and context
+MEMO_SIZE = 256          # distinct candidate lines whose matches are remembered (repeated lines)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class ScanResult:
     bytes_read: int
     lines: int
     long_line: Optional[int] = None   # number of the first line longer than MAX_SEGMENT
+    stopped_at: Optional[int] = None  # bytes read when the time limit stopped the scan (None: all read)
 
 
 def _window(windows: List[Tuple[int, int]], pos: int, line_start: int, line_stop: int) -> Tuple[int, int]:
@@ -111,6 +113,9 @@ class Scanner:
         self.base = 0              # offset of buf[0] in the stream
         self.stop: Optional[int] = None   # no line starting at or after this offset is matched
         self.newlines = 0          # newlines before ``stop`` (all of them when there is no stop)
+        # A log that repeats one error (3 MB of gzip held 3 GB of the same OOM line) costs a
+        # dictionary lookup per repeat, not the catalog's regular expressions.
+        self._memo: Dict[Tuple, List[Tuple[str, str, Dict[str, str], str]]] = {}
 
     def scan(self, stream: BinaryIO) -> ScanResult:
         while True:
@@ -197,11 +202,26 @@ class Scanner:
             self._match(buf, start, stop, gates, line_no)
 
     def _match(self, buf: bytes, start: int, stop: int, gates: List[bytes], line_no: int) -> None:
+        key = (buf[start:stop], buf[stop:stop + WINDOW_CAP], tuple(gates))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._matches(buf, start, stop, gates)
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = found
+        for sig_id, excerpt, values, window in found:
+            hits = self.hits.get(sig_id)
+            if hits is None:
+                hits = self.hits[sig_id] = SigHits()
+            hits.add(line_no, excerpt, dict(values), window)
+
+    def _matches(self, buf: bytes, start: int, stop: int, gates: List[bytes]) -> List[Tuple]:
+        """(signature id, excerpt, values, window) of each signature matching the line at ``start``."""
         first = buf[start:stop].decode("utf-8", "replace")
         any_anchor, sigs = self.catalog.candidates(gates)
         if any_anchor.search(first) is None:
-            return
-        window_text, lowered = None, None
+            return []
+        window_text, lowered, found = None, None, []
         for sig in sigs:
             if sig.ignore_case and lowered is None:
                 lowered = first.lower()
@@ -219,12 +239,10 @@ class Scanner:
                 values = {k: v for k, v in m.groupdict().items() if v is not None}
                 if sig.drops(values):
                     break
-                hits = self.hits.get(sig.id)
-                if hits is None:
-                    hits = self.hits[sig.id] = SigHits()
                 window = text if len(text) <= WINDOW_CAP else text[:WINDOW_CAP]
-                hits.add(line_no, _excerpt(first, m.start()), values, window)
+                found.append((sig.id, _excerpt(first, m.start()), values, window))
                 break
+        return found
 
     @staticmethod
     def _following(buf: bytes, stop: int, nlines: int) -> str:

@@ -15,6 +15,7 @@ import gzip
 import io
 import os
 import re
+import time
 import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, List, Optional, Sequence
@@ -131,10 +132,12 @@ def _check_text(first: bytes, source: Source) -> None:
                                 "undecodable bytes were read as replacement characters")
 
 
-def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None, jobs: Optional[int] = None) -> ScanResult:
+def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None, jobs: Optional[int] = None,
+         deadline: Optional[float] = None) -> ScanResult:
     """Scan one source with the catalog; raises BadInput for input that is not a text log.
 
-    A large plain file is split between worker processes (``parallel``); ``jobs=1`` keeps one."""
+    A large plain file is split between worker processes (``parallel``); ``jobs=1`` keeps one.
+    At ``deadline`` (a ``time.monotonic()`` value) reading stops: ``stopped_at`` says where."""
     stream = _open(source, stdin)
     if source.kind == "file" and not isinstance(stream, (gzip.GzipFile, _Recoded)):
         size = os.path.getsize(source.name)
@@ -146,11 +149,15 @@ def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None, jobs: Option
                 last = stream.read(1)
             finally:
                 stream.close()
-            return _checked(source, parallel.scan_parallel(source.name, size, workers, last))
+            return _checked(source, parallel.scan_parallel(source.name, size, workers, last, deadline))
     scanner = Scanner(catalog)
+    stopped = False
     try:
         first = True
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                stopped = True
+                break
             chunk = stream.read(CHUNK)
             if not chunk:
                 break
@@ -165,10 +172,14 @@ def scan(source: Source, catalog, stdin: Optional[BinaryIO] = None, jobs: Option
     finally:
         if source.kind == "file":
             stream.close()
-    return _checked(source, scanner.finish())
+    result = scanner.finish()
+    result.stopped_at = result.bytes_read if stopped else None
+    return _checked(source, result)
 
 
 def _checked(source: Source, result: ScanResult) -> ScanResult:
+    if result.stopped_at is not None and result.bytes_read <= len(result.head):
+        return result  # the time limit came first: what was read is no verdict on the input
     if result.bytes_read == 0:
         raise BadInput(f"{source.name} is empty: nothing to explain" if source.kind == "file"
                        else "no input: nothing to explain")

@@ -3,7 +3,8 @@
 Each catalog signature names the type of every named group; ``convert`` turns the raw
 text into a value that can be compared and shown ("1.24 GiB" -> 1269.76 MiB; driver API
 integer 11040 -> CUDA "11.4"; "sm_86" -> compute capability "8.6"). A value that does not
-parse is kept as its text: an odd message never stops the diagnosis.
+parse is kept as its text: an odd message never stops the diagnosis. Numbers are bounded
+(MAX_DIGITS): `sm_` followed by 5,000 nines is text, not an int-conversion error.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from packaging.version import InvalidVersion, Version
 
 _UNITS = {"b": 1 / 2 ** 20, "bytes": 1 / 2 ** 20, "kib": 1 / 1024, "kb": 1 / 1024, "mib": 1.0, "mb": 1.0,
           "gib": 1024.0, "gb": 1024.0, "tib": 1024.0 ** 2, "tb": 1024.0 ** 2}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B|bytes)\s*$", re.IGNORECASE)
+MAX_DIGITS = 18
+_SIZE = re.compile(r"^\s*(\d{1,%d}(?:\.\d+)?)\s*([KMGT]?i?B|bytes)\s*$" % MAX_DIGITS, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ def size(text: str) -> Optional[Size]:
 
 def sm_to_cc(text: str) -> Optional[str]:
     """"sm_86" -> "8.6", "sm_120" -> "12.0", "sm_90a" -> "9.0"."""
-    m = re.match(r"^(?:sm|compute)_(\d+)(\d)a?$", text.strip())
+    m = re.match(r"^(?:sm|compute)_(\d{1,4})(\d)a?$", text.strip())
     return f"{int(m.group(1))}.{m.group(2)}" if m else None
 
 
@@ -69,16 +71,20 @@ def _driver_api(text: str) -> Optional[str]:
     """torch's "found version 11040": kept as printed; ``derive`` adds the CUDA version (11.4)."""
     from gpudoctor.knowledge import cuda_from_driver_api_int
 
+    number = _int(text)
     try:
-        cuda_from_driver_api_int(int(text))
+        cuda_from_driver_api_int(number)
     except ValueError:
         return None
     return text.strip()
 
 
 def _int(text: str) -> Optional[int]:
+    text = text.strip()
+    if len(text.lstrip("+-")) > MAX_DIGITS:
+        return None
     try:
-        return int(text.strip())
+        return int(text)
     except ValueError:
         return None
 

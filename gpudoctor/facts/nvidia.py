@@ -32,9 +32,9 @@ def expected_format(argv) -> str:
 
 
 def first_line(text: str) -> str:
-    for line in (text or "").splitlines():
+    for line in (text or "")[:4096].splitlines():  # a flood of output without a newline is not a line
         if line.strip():
-            return line.strip()
+            return line.strip()[:300]
     return ""
 
 

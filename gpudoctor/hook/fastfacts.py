@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from gpudoctor import runner
+from gpudoctor import liveread, runner
 
 # The file that holds the build facts, and the distribution names that install it.
 PACKAGES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
@@ -34,6 +34,7 @@ PACKAGES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
 }
 CACHE_NAME = "fastfacts-v1.json"
 MAX_CACHE_ENTRIES = 64
+MAX_FACTS_BYTES = 1 << 20  # torch/version.py is under 1 KB, build_info.py and the cache a few KB
 _SYS_PATH_CODE = "import sys,json; print(json.dumps(sys.path))"
 
 
@@ -54,7 +55,9 @@ def target_sys_path(python: Optional[str], environ: Mapping[str, str], timeout: 
         return None, res.error or res.describe()  # "not found" says it; the argv would only repeat `python`
     try:
         paths = json.loads(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
+        paths = None
+    if not isinstance(paths, list):
         return None, f"`{python}` printed no sys.path"
     return [p for p in paths if isinstance(p, str) and p], None
 
@@ -152,10 +155,10 @@ class Cache:
         self.entries: Dict[str, Dict] = {}
         self.dirty = False
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(liveread.read_bytes(str(self.path), MAX_FACTS_BYTES))
             if isinstance(data, dict):
                 self.entries = {k: v for k, v in data.items() if isinstance(v, dict)}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
 
     def get(self, key: str) -> Optional[Dict]:
@@ -208,10 +211,12 @@ def _one(name: str, paths: List[str], cache: Cache, python: str) -> Dict:
         if record is not None:
             probe["cached"] = True
         else:
-            record = parse(name, facts_file.read_text(encoding="utf-8", errors="replace"),
-                           _dist_version(dist_info))
+            text = liveread.read_bytes(str(facts_file), MAX_FACTS_BYTES).decode("utf-8", errors="replace")
+            record = parse(name, text, _dist_version(dist_info))
             cache.put(key, record)
-    except (OSError, SyntaxError, ValueError) as exc:
+    # A damaged or hostile file (a FIFO, 100 MB, nesting deeper than the parser goes,
+    # literals of the wrong type) is a probe error, never a crash of the hook.
+    except (OSError, SyntaxError, ValueError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
         probe["error"] = f"{facts_file}: {exc}"
         return {"probe": probe}
     package_dir = facts_file.parents[PACKAGES[name][0].count("/") - 1]

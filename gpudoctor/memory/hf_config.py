@@ -14,10 +14,12 @@ import json
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from gpudoctor import liveread
 from gpudoctor.knowledge.memory import model_family
 from gpudoctor.memory.model import ModelSpec, Transformer
 
 Mats = List[Tuple[int, int]]
+MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few KB; tokenizer-sized files are not configs
 
 
 def load_config(path: str) -> Dict:
@@ -26,13 +28,17 @@ def load_config(path: str) -> Dict:
     if p.is_dir():
         p = p / "config.json"
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(liveread.read_bytes(str(p), MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{p}: no such file") from None
+    except liveread.Refused as exc:  # a FIFO would block a plain read, /dev/zero never end
+        raise ValueError(f"{p}: cannot read it ({exc})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{p}: cannot read it ({exc.__class__.__name__})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{p}: not a Hugging Face config.json (nested too deeply)") from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise ValueError(f"{p}: not a Hugging Face config.json (no model_type)")
     return data

@@ -7,6 +7,7 @@ after the other, after the passive probes, each under its own timeout and never 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
@@ -34,8 +35,7 @@ def run_dcgm(level: int, environ: Mapping[str, str], timeout: float) -> runner.C
     if exe is None:
         return runner.CommandResult(argv, error="not found")
     res = runner.run((exe,) + argv[1:], timeout=timeout, env={**environ, "LC_ALL": "C"})
-    return runner.CommandResult(argv, res.returncode, res.stdout, res.stderr, res.duration_s, res.timed_out,
-                                res.error, res.truncated)
+    return dataclasses.replace(res, argv=argv)  # as typed; the resolved path only in an error
 
 
 def smoke_config(timeout: float) -> dict:
@@ -61,8 +61,7 @@ def run_smoke(python: str, environ: Mapping[str, str], timeout: float) -> runner
     source = Path(__file__).with_name("smoke_child.py").read_text(encoding="utf-8")
     res = runner.run((python, "-c", source), timeout=timeout, env=probe_env(environ),
                      stdin_data=json.dumps(smoke_config(timeout)).encode("utf-8"))
-    return runner.CommandResult((python, "-c", SMOKE_ARGV_NAME), res.returncode, res.stdout,
-                                res.stderr[-MAX_STDERR_CHARS:], res.duration_s, res.timed_out, res.error, res.truncated)
+    return dataclasses.replace(res, argv=(python, "-c", SMOKE_ARGV_NAME), stderr=res.stderr[-MAX_STDERR_CHARS:])
 
 
 def record(snap: Snapshot, req: Requirements, python: str, environ: Mapping[str, str],

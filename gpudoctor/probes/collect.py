@@ -7,9 +7,10 @@ import os
 import platform
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
@@ -17,7 +18,7 @@ import gpudoctor
 from gpudoctor import runner
 from gpudoctor.probes import commands, environment, files, frameworks, kernel_log
 from gpudoctor.probes.owners import gpu_pids, process_owners
-from gpudoctor.snapshot import Snapshot
+from gpudoctor.snapshot import FileRecord, Snapshot
 
 ProgressFn = Callable[[str, str], None]  # (probe name, "start" | "done" | "timeout")
 
@@ -36,13 +37,15 @@ class CollectOptions:
 
 
 def _nvml(python: str, env: Mapping[str, str], timeout: float) -> Dict:
-    res = runner.run((sys.executable, "-m", "gpudoctor.probes.nvml_child"), timeout=timeout, env=env)
+    res = runner.run((sys.executable, "-m", "gpudoctor.probes.nvml_child"), timeout=timeout, env=env,
+                     max_bytes=1 << 20)
     if res.timed_out:
         return {"probe": {"timed_out": True, "duration_s": res.duration_s}}
     try:
         data = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
-    except (json.JSONDecodeError, IndexError):
+    except (json.JSONDecodeError, IndexError, RecursionError):
         data = {}
+    data = data if isinstance(data, dict) else {}
     data["probe"] = {"returncode": res.returncode, "duration_s": res.duration_s, "timed_out": False,
                      "error": res.error, "stderr": res.stderr[-4000:]}
     return data
@@ -58,6 +61,41 @@ def _meta(opts: CollectOptions, env: Mapping[str, str]) -> Dict:
         "platform": {"system": platform.system(), "release": platform.release(),
                      "machine": platform.machine(), "python": platform.python_version()},
     }
+
+
+class _Local:
+    """Files, listings, links and /dev/kmsg, read in a daemon thread while the children run: a
+    read that blocks in the kernel (a hung network mount) must not outlive the deadline, and a
+    stuck thread must not keep the process from exiting (a pool worker would be joined at exit)."""
+
+    def __init__(self, root: str, environ: Mapping[str, str], deadline: float):
+        self.root, self.environ, self.deadline = root, environ, deadline
+        self.files: Dict = {}
+        self.rest: Dict = {}
+        self.thread = threading.Thread(target=self._work, name="gpudoctor-files", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        try:
+            files.collect_files(self.root, self.environ, self.files)
+            self.rest["listings"] = files.collect_listings(self.root)
+            self.rest["links"] = files.collect_links(self.root, self.environ, self.rest["listings"])
+            self.files[kernel_log.KMSG] = kernel_log.read_kmsg(self.root, self.deadline)
+        except BaseException as exc:  # re-raised in the caller's thread, as before
+            self.rest["raised"] = exc
+
+    def into(self, snap: Snapshot, note: ProgressFn) -> None:
+        self.thread.join(max(0.0, self.deadline - time.monotonic()))
+        if "raised" in self.rest:
+            raise self.rest["raised"]
+        snap.files = dict(self.files)
+        snap.listings = self.rest.get("listings", {})
+        snap.links = self.rest.get("links", {})
+        if self.thread.is_alive():
+            note("files", "timeout")
+            why = "not read: reading files did not finish within the deadline"
+            for path in files.FIXED + tuple(files.extra_paths(self.environ)) + (kernel_log.KMSG,):
+                snap.files.setdefault(os.path.normpath(path), FileRecord(os.path.normpath(path), error=why))
 
 
 def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
@@ -89,12 +127,9 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
         for name in opts.frameworks:
             tasks[pool.submit(job, name, lambda n=name: frameworks.probe(
                 n, opts.python, environ, remaining(opts.timeout)))] = ("framework", name)
-        # Files are quick and local: read them while the children run.
-        snap.files = files.collect_files(opts.root, environ)
-        snap.listings = files.collect_listings(opts.root)
-        snap.links = files.collect_links(opts.root, environ, snap.listings)
-        snap.files[kernel_log.KMSG] = kernel_log.read_kmsg(opts.root, deadline)
+        local = _Local(opts.root, environ, deadline)
         wait(tasks, timeout=max(0.1, deadline - time.monotonic() + 1.0))
+        local.into(snap, note)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     for fut, (kind, key) in tasks.items():

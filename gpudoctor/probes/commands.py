@@ -5,6 +5,7 @@ Keys are what snapshots and checks use (``commands/<key>.out`` in a snapshot fol
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Dict, Mapping, Optional, Tuple
@@ -44,6 +45,19 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "fabricmanager_version": ("nv-fabricmanager", "--version"),
 }
 
+# Output kept per stream, a few times what each command prints on a large machine (`nvidia-smi
+# -q -x` is ~40-75 KB per GPU with its processes, the table ~1 KB per GPU plus a line per process,
+# `ldconfig -p` a few hundred KB, the journal's kernel log 50,000 lines of ~100-300 bytes, dmesg
+# the ring buffer, read up to 32 MiB as /dev/kmsg is, before their NVIDIA lines are kept). A
+# command printing more is cut (and stopped, see runner), so a flood costs the parsers and the
+# bundle's redaction (about 1 s per MiB) little. Others: 1 MiB.
+MAX_BYTES: Dict[str, int] = {
+    "nvidia_smi_xml": 2 << 20, "nvidia_smi": 256 << 10, "nvidia_smi_L": 64 << 10, "nvidia_smi_query": 64 << 10,
+    "nvcc_version": 64 << 10, "gcc_version": 64 << 10, "lspci": 256 << 10, "uname_r": 4 << 10,
+    "mokutil_sb_state": 4 << 10, "ldconfig_p": 4 << 20, "modinfo_nvidia": 256 << 10,
+    "kernel_journal": 16 << 20, "kernel_dmesg": 32 << 20, "nvidia_smi_nvlink_s": 256 << 10,
+    "fabricmanager_active": 4 << 10, "fabricmanager_version": 64 << 10,
+}
 # Commands that start this many seconds after the others: a second reading to compare with the first.
 DELAYED: Dict[str, float] = {"nvidia_smi_nvlink_e_later": 1.0}
 
@@ -68,10 +82,10 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
         return runner.CommandResult(argv, error="not found")
     delay = min(DELAYED.get(key, 0.0), timeout / 2)
     time.sleep(delay)
-    result = runner.run((exe,) + argv[1:], timeout=timeout - delay, env=_child_env(env))
+    result = runner.run((exe,) + argv[1:], timeout=timeout - delay, env=_child_env(env),
+                        max_bytes=MAX_BYTES.get(key, 1 << 20))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
-    result = runner.CommandResult(argv, result.returncode, result.stdout, result.stderr,
-                                  result.duration_s, result.timed_out, result.error, result.truncated)
+    result = dataclasses.replace(result, argv=argv)
     return kernel_log.trimmed(result) if key in kernel_log.COMMAND_KEYS else result
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
+from gpudoctor import liveread
 from gpudoctor.snapshot import MAX_FILE_BYTES, FileRecord
 
 FIXED = (
@@ -83,20 +84,10 @@ def _under(root: str, path: str) -> str:
 
 
 def read_file(root: str, path: str) -> FileRecord:
-    """Read one text file; the error names why it could not be read."""
-    full = _under(root, path)
-    try:
-        with open(full, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES)
-    except FileNotFoundError:
-        return FileRecord(path, error="missing")
-    except PermissionError:
-        return FileRecord(path, error="permission denied")
-    except IsADirectoryError:
-        return FileRecord(path, error="is a directory")
-    except OSError as exc:
-        return FileRecord(path, error=exc.strerror or str(exc))
-    return FileRecord(path, content=data.decode("utf-8", errors="replace"))
+    """Read one text file; the error names why it could not be read ("missing", "not a
+    regular file" for a FIFO or device, "over 4194304 bytes", ...)."""
+    content, error = liveread.read_text(_under(root, path), MAX_FILE_BYTES)
+    return FileRecord(path, content=content, error=error)
 
 
 def extra_paths(env: Mapping[str, str]) -> List[str]:
@@ -109,8 +100,11 @@ def extra_paths(env: Mapping[str, str]) -> List[str]:
     return out
 
 
-def collect_files(root: str, env: Mapping[str, str]) -> Dict[str, FileRecord]:
-    records: Dict[str, FileRecord] = {}
+def collect_files(root: str, env: Mapping[str, str], records: Optional[Dict[str, FileRecord]] = None
+                  ) -> Dict[str, FileRecord]:
+    """Every FIXED, CUDA_HOME and GLOBS file, into ``records`` as each is read (so that a
+    caller whose deadline passed keeps what was read before a read that hung)."""
+    records = {} if records is None else records
     for path in list(FIXED) + extra_paths(env):
         records[os.path.normpath(path)] = read_file(root, path)
     for pattern in GLOBS:

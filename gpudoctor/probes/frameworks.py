@@ -40,8 +40,11 @@ def probe(name: str, python: str, env: Mapping[str, str], timeout: float) -> Dic
         if line.startswith(MARKER):
             try:
                 result = json.loads(line[len(MARKER):])
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:  # nested too deep: a hostile child
                 record["parse_error"] = str(exc)
             break
+    if not isinstance(result, dict):
+        record["parse_error"] = f"expected a JSON object, got {type(result).__name__}"
+        result = {}
     result["probe"] = record
     return result

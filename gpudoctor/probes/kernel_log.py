@@ -13,6 +13,7 @@ kernel that keeps logging cannot hold the reader past ``deadline``.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -20,6 +21,7 @@ import time
 from typing import Optional
 
 from gpudoctor import runner
+from gpudoctor.kernlog import MAX_LINE_CHARS  # lines kept as the parser reads them
 from gpudoctor.snapshot import FileRecord
 
 KMSG = "/dev/kmsg"
@@ -30,7 +32,6 @@ NVIDIA_LINE = re.compile(r"NVRM|\bS?Xid\b|\bnvidia(?:[-_][a-z]+\d*)?(?::| [0-9a-
                          re.IGNORECASE)
 KMSG_DICT_LINE = re.compile(r"^ [A-Z_]+=")  # a record's " SUBSYSTEM=pci" dictionary lines
 MAX_LINES = 5000
-MAX_LINE_CHARS = 1000
 MAX_READ_BYTES = 32 << 20
 
 
@@ -45,8 +46,7 @@ def keep(text: str) -> str:
 
 def trimmed(result: runner.CommandResult) -> runner.CommandResult:
     """A journalctl/dmesg result with only the lines :func:`keep` keeps (argv, exit code, stderr as they were)."""
-    return runner.CommandResult(result.argv, result.returncode, keep(result.stdout), result.stderr[-4000:],
-                                result.duration_s, result.timed_out, result.error, result.truncated)
+    return dataclasses.replace(result, stdout=keep(result.stdout), stderr=result.stderr[-4000:])
 
 
 def read_kmsg(root: str = "/", deadline: Optional[float] = None) -> FileRecord:

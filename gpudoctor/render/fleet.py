@@ -26,9 +26,12 @@ def render(summary: Dict, style: Style, limit: int = 20) -> str:
     s = summary["status"]
     lines = [style.bold(f"{summary['nodes']} nodes: {s['ok']} ok, {s['warn']} warn, {s['error']} error, "
                         f"{s['fail']} fail")]
-    if summary["unreadable"]:
-        lines.append(style.dim(f"{len(summary['unreadable'])} input document(s) skipped "
-                               f"(not a gpudoctor report); --json lists them"))
+    count = summary.get("unreadable_count", len(summary["unreadable"]))
+    if count:
+        first = summary["unreadable"][0] if summary["unreadable"] else {}
+        where = f"; first: {first['source']} line {first.get('line', '?')}: {first['reason']}" if first else ""
+        lines.append(style.dim(f"{count} input stretch(es) skipped (not a readable gpudoctor report{where}); "
+                               "--json names them"))
     if summary["duplicates"]:
         lines.append(style.dim(f"{len(summary['duplicates'])} host(s) reported more than once; "
                                "the last report counts"))
@@ -58,7 +61,7 @@ def _outliers(rows: List[Dict], limit: int) -> List[str]:
     """One line per (GPU model, attribute, odd value): how many nodes, which, and the majority."""
     if not rows:
         return ["  none"]
-    from gpudoctor.fleet import hostlist
+    from gpudoctor.fleet.summary import hostlist
 
     groups: Dict[tuple, List[str]] = {}
     for o in rows:

@@ -56,9 +56,10 @@ def is_header(cells: Sequence[str]) -> bool:
 def content_lines(text: str) -> List[str]:
     """Non-blank lines after any leading shell prompt (`$ nvidia-smi --query-gpu=...`)."""
     lines = [l for l in text.splitlines() if l.strip()]
-    while lines and _PROMPT.search(lines[0]) and "," not in lines[0].split("nvidia-smi")[0]:
-        lines = lines[1:]
-    return lines
+    start = 0  # an index, not lines[1:] in a loop: 100,000 prompt lines were quadratic
+    while start < len(lines) and _PROMPT.search(lines[start]) and "," not in lines[start].split("nvidia-smi")[0]:
+        start += 1
+    return lines[start:]
 
 
 _GUESSES = (

@@ -22,7 +22,9 @@ PARSERS: Dict[str, Callable[[str], SmiReport]] = {
 }
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _QUERY = re.compile(r"NVSMI LOG|^Attached GPUs\s*:|^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*$", re.M)
-_TABLE = re.compile(r"\|\s*NVIDIA-SMI\s+\S+|^\s*\|\s+\d+\s+.*\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:", re.M)
+# [ \t]*, not \s*, after ^: \s* also eats newlines, and from every line start it ran to the end
+# of a run of blank lines (200,000 blank lines took 278 s).
+_TABLE = re.compile(r"\|\s*NVIDIA-SMI\s+\S+|^[ \t]*\|\s+\d+\s+.*\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:", re.M)
 
 
 def normalise(text: Union[str, bytes]) -> str:

@@ -12,7 +12,6 @@ from gpudoctor.knowledge.smi_failures import any_failure
 
 # The failure sentences themselves live in one table shared with DRV001 and explain
 # (knowledge/data/nvidia_smi_failures.json).
-_WARNING = re.compile(r"^\s*WARNING:\s*(.+?)\s*$")
 
 
 class SmiParseError(ValueError):
@@ -22,7 +21,7 @@ class SmiParseError(ValueError):
 def find_errors(lines: List[str]) -> Tuple[str, ...]:
     """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
     pattern = any_failure()
-    found: Dict[str, None] = {}
+    found: Dict[str, None] = {}  # an ordered set: a list's `in` made 20,000 distinct lines cost 15 s
     for line in lines:
         text = line.strip().strip("|").strip()
         if text and len(text) <= 400 and text not in found and pattern.search(text):
@@ -34,9 +33,9 @@ def find_warnings(lines: List[str]) -> Tuple[str, ...]:
     """`WARNING: infoROM is corrupted at gpu 0000:...` lines, without the `WARNING:` prefix.
 
     nvidia-smi prints these before or after the table depending on the driver."""
-    found: List[str] = []
+    found: Dict[str, None] = {}
     for line in lines:
-        match = _WARNING.match(line)
-        if match and match.group(1) not in found:
-            found.append(match.group(1))
+        text = line.strip()
+        if text.startswith("WARNING:") and text[8:].strip():
+            found.setdefault(text[8:].strip(), None)
     return tuple(found)

@@ -10,9 +10,12 @@ from typing import List
 
 from .errors import SmiParseError, find_errors, find_warnings
 from .model import SmiGpu, SmiMigDevice, SmiReport
+from .values import to_int
 
 # The UUID is always the full 8-4-4-4-12 hex form (anonymised bundles keep that shape too).
-GPU_LINE = re.compile(r"^\s*GPU\s+(\d{1,4}):\s+(.*?)\s+\(UUID:\s*"
+# Greedy `(.*)` before a literal: a lazy `(.*?)\s+\(UUID` was quadratic in a run of blanks;
+# the name's surrounding blanks are stripped in code.
+GPU_LINE = re.compile(r"^\s*GPU\s+(\d{1,4}):\s(.*)\(UUID:\s*"
                       r"(GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\s*$")
 # R450-R460: "MIG 3g.20gb Device 0: (UUID: MIG-GPU-<gpu uuid>/7/0)";
 # R470+:     "MIG 1g.10gb     Device  0: (UUID: MIG-4d0efb7d-...)".
@@ -35,12 +38,12 @@ def parse_list(text: str) -> SmiReport:
             if migs:
                 _attach_mig(gpus, migs)
             migs = []
-            gpus.append(SmiGpu(index=int(gpu.group(1)), name=gpu.group(2), uuid=gpu.group(3),
+            gpus.append(SmiGpu(index=to_int(gpu.group(1)), name=gpu.group(2).strip(), uuid=gpu.group(3),
                                pci_bus_id=None, memory_total_mib=None, memory_used_mib=None,
                                mig_mode=None))
         elif mig and gpus:
             migs.append(SmiMigDevice(gpu_index=gpus[-1].index, gi_id=None, ci_id=None,
-                                     mig_index=int(mig.group(2)), profile=mig.group(1),
+                                     mig_index=to_int(mig.group(2)), profile=mig.group(1),
                                      uuid=mig.group(3), memory_total_mib=None, memory_used_mib=None))
     if migs:
         _attach_mig(gpus, migs)

@@ -12,12 +12,15 @@ header carries no UUID.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
-HEADER = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]*)\))?\s*$")
-STATUS = re.compile(r"^\s*Link (?P<link>\d+): (?:(?P<speed>[\d.]+) GB/s|(?P<inactive><inactive>))\s*$")
-COUNTER = re.compile(r"^\s*Link (?P<link>\d+): (?P<name>[A-Za-z][A-Za-z ]*?): (?P<value>\d+)\s*$")
+# Bounded numbers (an index or a counter of 5,000 digits is no value, not a crash) and a greedy
+# name: a lazy `(.+?)(?: \(UUID: ...\))?\s*$` was quadratic in a run of blanks (8,000: 1 s).
+HEADER = re.compile(r"^GPU (?P<index>\d{1,6}): (?P<rest>.+)$")
+STATUS = re.compile(r"^\s*Link (?P<link>\d{1,6}): (?:(?P<speed>\d{1,9}(?:\.\d{1,9})?) GB/s|(?P<inactive><inactive>))\s*$")
+COUNTER = re.compile(r"^\s*Link (?P<link>\d{1,6}): (?P<name>[A-Za-z][A-Za-z ]*?): (?P<value>\d{1,20})\s*$")
+_UUID_AT = " (UUID: "
 
 
 @dataclass(frozen=True)
@@ -45,32 +48,44 @@ class NvlinkCounter:
     value: int
 
 
+def _header(line: str) -> Optional[Tuple[int, str, Optional[str]]]:
+    """(index, name, uuid) of a ``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)`` line."""
+    m = HEADER.match(line)
+    if m is None:
+        return None
+    rest = m.group("rest").rstrip()
+    name, at, uuid = rest.rpartition(_UUID_AT)
+    if at and name and uuid.endswith(")") and ")" not in uuid[:-1]:
+        return int(m.group("index")), name, uuid[:-1]
+    return (int(m.group("index")), rest, None) if rest else None
+
+
 def parse_status(text: str) -> List[NvlinkGpu]:
     gpus: List[NvlinkGpu] = []
+    links: List[List[Tuple[int, Optional[float]]]] = []  # per GPU: appended, not copied (100,000 links)
     for line in text.splitlines():
-        head = HEADER.match(line)
+        head = _header(line)
         if head:
-            gpus.append(NvlinkGpu(int(head.group("index")), head.group("name"), head.group("uuid"), ()))
+            gpus.append(NvlinkGpu(*head, ()))
+            links.append([])
             continue
         if not gpus or not line.strip():
             continue
         m = STATUS.match(line)
-        last = gpus[-1]
         if m:
-            speed = None if m.group("inactive") else float(m.group("speed"))
-            gpus[-1] = NvlinkGpu(last.index, last.name, last.uuid, last.links + ((int(m.group("link")), speed),))
-        elif last.note is None and not last.links:
-            gpus[-1] = NvlinkGpu(last.index, last.name, last.uuid, (), line.strip())
-    return gpus
+            links[-1].append((int(m.group("link")), None if m.group("inactive") else float(m.group("speed"))))
+        elif gpus[-1].note is None and not links[-1]:
+            gpus[-1] = replace(gpus[-1], note=line.strip())
+    return [replace(g, links=tuple(found)) for g, found in zip(gpus, links)]
 
 
 def parse_errors(text: str) -> List[NvlinkCounter]:
     out: List[NvlinkCounter] = []
     gpu: Optional[int] = None
     for line in text.splitlines():
-        head = HEADER.match(line)
+        head = _header(line)
         if head:
-            gpu = int(head.group("index"))
+            gpu = head[0]
             continue
         m = COUNTER.match(line)
         if m and gpu is not None:

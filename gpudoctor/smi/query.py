@@ -3,6 +3,7 @@
 Lines are `Key : value` or bare section names (`FB Memory Usage`), nested by indentation;
 each GPU starts at column 0 with `GPU 00000000:07:00.0`. The text is read into a small
 tree first, so a value is found by its section path whatever else a driver adds around it.
+Linear in its input at any depth of indentation (no recursion).
 """
 
 import re
@@ -34,10 +35,15 @@ class _Node:
         return None
 
     def find_all(self, key: str) -> List["_Node"]:
-        """Every node named `key` below this one, depth first, in file order."""
-        found = []
-        for child in self.children:
-            found.extend([child] if child.key == key else child.find_all(key))
+        """Every node named `key` below this one (not below a match), depth first, in file
+        order. A loop, not recursion: text indented 1,000 levels deep is still a tree."""
+        found, todo = [], list(reversed(self.children))
+        while todo:
+            node = todo.pop()
+            if node.key == key:
+                found.append(node)
+            else:
+                todo.extend(reversed(node.children))
         return found
 
 

@@ -4,6 +4,10 @@ nvidia-smi never leaves a value empty: it prints a placeholder instead, and the 
 changed over the years (`N/A`, `[N/A]` in CSV, `[Not Supported]`, `Not Found` for the CUDA
 version without libcuda, `ERR!` in tables, "Requested functionality has been deprecated" on
 590+). All of them mean "no value" here.
+
+Numbers are bounded: nvidia-smi never prints more than a handful of digits, so a number of
+more than MAX_DIGITS digits (a damaged or hostile file: 400 nines, 5,000 nines) is no value,
+never an overflow or Python's 4,300-digit int-conversion error.
 """
 
 import re
@@ -14,6 +18,7 @@ _PLACEHOLDERS = {
     "err!", "requested functionality has been deprecated", "insufficient permissions",
     "gpu requires reset", "unknown", "none", "-",
 }
+MAX_DIGITS = 18
 _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?")
 _VERSION = re.compile(r"\d+(?:\.\d+)+|\d+")
 _UNIT_MIB = {"kib": 1 / 1024, "mib": 1, "gib": 1024, "tib": 1024 * 1024}
@@ -30,25 +35,32 @@ def clean(text: Optional[str]) -> Optional[str]:
     return value
 
 
+def _bounded(number: str) -> bool:
+    return len(number.lstrip("+-").split(".")[0]) <= MAX_DIGITS
+
+
 def to_int(text: Optional[str]) -> Optional[int]:
-    """The leading integer of `"23028 MiB"`, `"37 C"`, `"38 %"`; None for placeholders."""
+    """The leading integer of `"23028 MiB"`, `"37 C"`, `"38 %"` (`"38.6"` reads 38); None for
+    placeholders and for numbers longer than MAX_DIGITS digits."""
     value = clean(text)
     match = _NUMBER.match(value) if value else None
-    return int(float(match.group())) if match else None
+    if not match or not _bounded(match.group()):
+        return None
+    return int(match.group().split(".")[0])
 
 
 def to_float(text: Optional[str]) -> Optional[float]:
-    """The leading number of `"43.89 W"`; None for placeholders."""
+    """The leading number of `"43.89 W"`; None for placeholders and overlong numbers."""
     value = clean(text)
     match = _NUMBER.match(value) if value else None
-    return float(match.group()) if match else None
+    return float(match.group()) if match and _bounded(match.group()) else None
 
 
 def to_mib(text: Optional[str]) -> Optional[int]:
     """Memory in MiB from `"81559 MiB"`, `"81559MiB"` or a bare `"81559"` (CSV nounits)."""
     value = clean(text)
     match = re.match(r"^(\d+(?:\.\d+)?)\s*([KMGT]iB)?$", value or "", re.IGNORECASE)
-    if not match:
+    if not match or not _bounded(match.group(1)):
         return None
     factor = _UNIT_MIB[(match.group(2) or "MiB").lower()]
     return int(float(match.group(1)) * factor)

@@ -2,6 +2,10 @@
 
 The schema grew over the years, so every value is looked up under each name it has had.
 A cut-off file (a capture killed mid-write) still yields the `<gpu>` elements that closed.
+
+Bounded: the text is fed in chunks and reading stops (keeping the GPUs read so far, with a
+note) at MAX_DEPTH levels of nesting or MAX_ELEMENTS elements. nvidia-smi nests 6 deep and
+prints about 1,000 elements per GPU; 7 MB of nested tags once took 459 MB of memory.
 """
 
 import re
@@ -11,6 +15,10 @@ from typing import List, Optional, Tuple
 from .errors import SmiParseError
 from .model import SmiGpu, SmiMigDevice, SmiProcess, SmiReport
 from .values import clean, to_bool, to_float, to_int, to_mib, to_mode, to_version
+
+MAX_DEPTH = 32
+MAX_ELEMENTS = 250_000
+_CHUNK = 1 << 16
 
 
 def _text(node: Optional[ET.Element], *paths: str) -> Optional[str]:
@@ -125,22 +133,49 @@ def _read_tree(text: str) -> Tuple[ET.Element, List[ET.Element], Optional[str]]:
     if "<!ENTITY" in text:
         raise SmiParseError("XML declares entities, which nvidia-smi never does; refusing it")
     parser = ET.XMLPullParser(events=("start", "end"))
-    root, closed, note = None, [], None
+    walk = _Walk()
     try:
-        parser.feed(text)  # a syntax error is queued and raised by read_events()
-        for event, elem in parser.read_events():
-            if event == "start" and root is None:
-                root = elem
-            elif event == "end" and elem.tag == "gpu" and elem in list(root):
-                closed.append(elem)
+        for at in range(0, len(text), _CHUNK):
+            parser.feed(text[at:at + _CHUNK])  # a syntax error is queued and raised by read_events()
+            walk.read(parser.read_events())
         parser.close()
+        walk.read(parser.read_events())
     except ET.ParseError as exc:
-        note = "XML is incomplete or malformed (%s); kept the GPUs read before that" % exc
-    if root is None:
+        walk.note = "XML is incomplete or malformed (%s); kept the GPUs read before that" % exc
+    except _TooBig as exc:
+        walk.note = "%s; kept the GPUs read before that" % exc
+    if walk.root is None:
         raise SmiParseError("no XML element found")
-    if root.tag != "nvidia_smi_log":
-        raise SmiParseError("XML root is <%s>, not nvidia-smi's <nvidia_smi_log>" % root.tag[:40])
-    return root, closed, note
+    if walk.root.tag != "nvidia_smi_log":
+        raise SmiParseError("XML root is <%s>, not nvidia-smi's <nvidia_smi_log>" % walk.root.tag[:40])
+    return walk.root, walk.closed, walk.note
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Walk:
+    """Follows the parser's events: the root, each `<gpu>` closed directly below it, the depth."""
+
+    def __init__(self):
+        self.root, self.closed, self.note = None, [], None
+        self.depth = self.count = 0
+
+    def read(self, events) -> None:
+        for event, elem in events:
+            if event == "end":
+                self.depth -= 1
+                if self.depth == 1 and elem.tag == "gpu":
+                    self.closed.append(elem)
+                continue
+            self.root = elem if self.root is None else self.root
+            self.depth += 1
+            self.count += 1
+            if self.depth > MAX_DEPTH:
+                raise _TooBig("XML nested deeper than %d levels, which nvidia-smi never does" % MAX_DEPTH)
+            if self.count > MAX_ELEMENTS:
+                raise _TooBig("XML has more than %d elements, more than nvidia-smi prints" % MAX_ELEMENTS)
 
 
 def parse_xml(text: str) -> SmiReport:

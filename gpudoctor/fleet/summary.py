@@ -1,109 +1,32 @@
-"""Summarise many nodes' `gpudoctor check --json` reports: problems, version spread, outliers.
+"""The fleet summary: reports turned into Nodes (``node``), Nodes into problems grouped across
+nodes, the spread of versions and outliers among same-model peers (the --json output)."""
 
-Input is what a cluster produces: one file per node (``srun -o reports/%N.json``), one
-stream of JSON lines (``check --jsonl``), or pretty-printed documents one after another;
-lines that are not JSON (``srun: error: ...``) are counted and skipped. Only each report's
-``machine`` and ``findings`` are read.
-"""
 
 from __future__ import annotations
 
-import json
-import os
+import io
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-SCHEMA = "gpudoctor.fleet/1"
-PROBLEM_STATUSES = ("fail", "error", "warn")  # worst first
+from gpudoctor.fleet.node import PROBLEM_STATUSES, Damaged, Node, node_from_report  # noqa: F401 (the API)
+from gpudoctor.fleet.read import MAX_NAMED, Tally, read_stream, values
+
+SCHEMA = "gpudoctor.fleet/2"
 ATTRIBUTES = ("driver", "cuda", "gpus", "torch")  # compared between peers
-_WS = re.compile(r"\s*")
 _DIGITS = re.compile(r"\d+(?:[.:]\d+)*")
 
 
-@dataclass(frozen=True)
-class Node:
-    host: str
-    source: str
-    status: str                 # the worst finding: fail > error > warn > ok
-    driver: Optional[str]
-    cuda: Optional[str]
-    gpus: int
-    model: Optional[str]        # the node's most common GPU name
-    torch: Optional[str]
-    problems: Tuple[Tuple[str, str, str], ...]  # (check_id, status, title)
-
-    def attribute(self, name: str):
-        return getattr(self, name)
-
-
 def documents(text: str) -> Iterator[object]:
-    """Every JSON value in ``text``: JSON lines, or pretty documents back to back.
-
-    Yields ``None`` for each stretch of non-JSON (skipped up to the next line).
-    """
-    decoder = json.JSONDecoder()
-    i, n = 0, len(text)
-    while True:
-        i = _WS.match(text, i).end()
-        if i >= n:
-            return
-        try:
-            value, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            nl = text.find("\n", i)
-            i = n if nl < 0 else nl + 1
-            yield None
-            continue
-        yield value
-
-
-def node_from_report(doc: object, source: str) -> Optional[Node]:
-    """A Node from one report, or None when ``doc`` is not a gpudoctor report."""
-    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpudoctor.report/"):
-        return None
-    machine = doc.get("machine") or {}
-    gpus = machine.get("gpus") or []
-    names = Counter(g.get("name") for g in gpus if isinstance(g, dict) and g.get("name"))
-    torch = ((machine.get("frameworks") or {}).get("torch") or {})
-    problems = tuple((f.get("check_id", "?"), f.get("status"), f.get("title", ""))
-                     for f in doc.get("findings") or () if f.get("status") in PROBLEM_STATUSES)
-    statuses = {p[1] for p in problems}
-    status = next((s for s in PROBLEM_STATUSES if s in statuses), "ok")
-    host = machine.get("hostname") or (doc.get("snapshot") or {}).get("hostname") or Path(source).stem
-    return Node(str(host), source, status, machine.get("driver_version"), machine.get("cuda_driver_max"),
-                len(gpus), names.most_common(1)[0][0] if names else None,
-                torch.get("version") if torch.get("installed") else None, problems)
+    """Every JSON value in ``text`` (JSON lines, or pretty documents); ``None`` for each
+    stretch that is not JSON. See ``fleet.split`` for the rules."""
+    yield from values(io.BytesIO(text.encode("utf-8")))
 
 
 def read_text(text: str, source: str, nodes: Dict[str, Node], dupes: Counter, bad: List) -> None:
-    for doc in documents(text):
-        try:
-            node = node_from_report(doc, source)
-        except (AttributeError, TypeError):  # a report whose parts have the wrong types (edited, mangled)
-            bad.append({"source": source, "reason": "a damaged gpudoctor report"})
-            continue
-        if node is None:
-            bad.append({"source": source, "reason": "not JSON" if doc is None else "not a gpudoctor report"})
-            continue
-        if node.host in nodes:
-            dupes[node.host] += 1
-        nodes[node.host] = node
-
-
-def input_files(paths: Iterable[str]) -> Iterator[Path]:
-    """Files as given; a directory contributes every non-hidden file below it, sorted."""
-    for p in map(Path, paths):
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):  # regular files only: a FIFO or socket would block the read
-                    if not name.startswith(".") and (Path(root) / name).is_file():
-                        yield Path(root) / name
-        else:
-            yield p
+    """Add the reports in ``text`` to ``nodes``; what is not a report goes to ``bad``."""
+    tally = Tally(nodes, dupes, bad)
+    read_stream(io.BytesIO(text.encode("utf-8")), source, tally)
 
 
 def hostlist(hosts: Iterable[str]) -> str:
@@ -179,8 +102,9 @@ def _spread(nodes: List[Node], attr: str) -> Dict[str, int]:
     return dict(counts.most_common())
 
 
-def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counter) -> Dict:
-    """The fleet summary as plain data (the --json output, schema gpudoctor.fleet/1)."""
+def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counter,
+              unreadable_count: Optional[int] = None) -> Dict:
+    """The fleet summary as plain data (the --json output, schema gpudoctor.fleet/2)."""
     ordered = sorted(nodes.values(), key=lambda n: n.host)
     status = Counter(n.status for n in ordered)
     return {
@@ -192,6 +116,7 @@ def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counte
                    "gpu_count": _spread(ordered, "gpus"), "gpu_model": _spread(ordered, "model"),
                    "torch": _spread(ordered, "torch")},
         "outliers": _outliers(ordered),
-        "unreadable": unreadable,
+        "unreadable": unreadable[:MAX_NAMED],
+        "unreadable_count": unreadable_count if unreadable_count is not None else len(unreadable),
         "duplicates": sorted(duplicates),
     }

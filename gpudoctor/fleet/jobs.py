@@ -1,0 +1,205 @@
+"""Which inputs ``fleet`` reads, and on how many cores.
+
+Regular files (given, found below a directory, or stdin redirected from one) are cut into
+jobs: small files in batches, a large file in byte ranges that start at a document start
+(``{`` at the start of a line). With more than PARALLEL_BYTES to read and more than one core,
+worker processes read the jobs while this process reads any pipe (stdin from ``srun``, a
+FIFO); results are merged in input order, so the last report of a host still counts. A
+device (``/dev/zero``) or socket is refused: it is not a report file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import stat
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from gpudoctor.fleet.read import Tally, input_files, read_stream
+
+PARALLEL_BYTES = 32 << 20
+MIN_JOB_BYTES = 1 << 20
+MAX_WORKERS = 8
+STDIN = "/proc/self/fd/0"  # stdin redirected from a file, reopened with an offset of its own
+
+
+class Unreadable(Exception):
+    """An input that cannot be read at all; ``str()`` is the one-line reason."""
+
+
+@dataclass
+class Job:
+    files: List[Tuple[str, str]] = field(default_factory=list)  # (path to open, name to show)
+    start: int = 0
+    stop: Optional[int] = None     # a byte range of files[0], when set
+    pipe: bool = False             # read by this process, never split
+    size: int = 0                  # bytes of files[0] (a regular file)
+    cont: bool = False             # a range after the first of its file: its line numbers go on
+
+
+@dataclass
+class Part:
+    nodes: list
+    bad: list
+    bad_count: int
+    lines: int
+    error: Optional[str] = None
+
+
+def plan(sources: Sequence[str], stdin_is_file: bool) -> List[Job]:
+    jobs: List[Job] = []
+    for source in sources:
+        if source == "-":
+            start = os.lseek(0, 0, os.SEEK_CUR) if stdin_is_file else 0  # what a caller already read stays read
+            size = os.fstat(0).st_size - start if stdin_is_file else 0
+            jobs.append(Job([(STDIN, "<stdin>")], start=start, pipe=not stdin_is_file, size=size))
+            continue
+        for path in input_files([source]):
+            st = _stat(str(path))
+            jobs.append(Job([(str(path), str(path))], pipe=stat.S_ISFIFO(st.st_mode), size=st.st_size))
+    return jobs
+
+
+def _stat(path: str) -> os.stat_result:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise Unreadable(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise Unreadable(f"{path}: cannot read (not a regular file or a pipe)")
+    return st
+
+
+def run_job(job: Job) -> Part:
+    tally, lines = Tally(), 0
+    for path, name in job.files:
+        try:
+            with _open(path, job) as fh:
+                if job.start:
+                    fh.seek(job.start)
+                stop = None if job.stop is None else job.stop - job.start
+                lines = read_stream(fh, name, tally, stop)
+        except OSError as exc:
+            return Part([], [], 0, 0, f"{name}: cannot read ({exc.strerror or exc})")
+    return Part(tally.order, tally.bad, tally.bad_count, lines)
+
+
+def _open(path: str, job: Job):
+    if path == STDIN and job.pipe:
+        if not _real_stdin():  # replaced in-process (a test runner, an embedding program): read what it holds
+            return contextlib.nullcontext(sys.stdin.buffer)
+        return os.fdopen(os.dup(0), "rb")  # the pipe itself, read by this process only
+    return open(path, "rb")
+
+
+def _real_stdin() -> bool:
+    """Whether ``sys.stdin`` is file descriptor 0, which the workers and the pipe reader use."""
+    try:
+        return sys.stdin is not None and sys.stdin.fileno() == 0
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor behind it
+        return False
+
+
+def read_all(sources: Sequence[str]) -> Tally:
+    """Every report in ``sources`` ("-" is stdin); raises Unreadable for an input that cannot be read."""
+    jobs = plan(sources, _stdin_is_file())
+    workers = workers_for(jobs)
+    if workers > 1:
+        jobs = balance(jobs, workers)
+    tally, offset = Tally(), 0
+    for job, part in zip(jobs, run_all(jobs, workers)):
+        if part.error:
+            raise Unreadable(part.error)
+        offset = offset if job.cont else 0
+        tally.merge(part.nodes, part.bad, part.bad_count, offset)
+        offset += part.lines
+    return tally
+
+
+def _stdin_is_file() -> bool:
+    try:
+        return _real_stdin() and stat.S_ISREG(os.fstat(0).st_mode) and os.path.exists(STDIN)
+    except OSError:
+        return False
+
+
+def balance(jobs: List[Job], workers: int) -> List[Job]:
+    """Large files cut into ranges, small ones batched: about 4 jobs per worker."""
+    target = max(MIN_JOB_BYTES, sum(job.size for job in jobs if not job.pipe) // (workers * 4))
+    out: List[Job] = []
+    batch = target  # bytes in the last batch job: full, so the first file starts a new one
+    for job in jobs:
+        if job.pipe:
+            out.append(job)
+            batch = target
+            continue
+        path, name = job.files[0]
+        if job.size > 2 * target:
+            cuts = _ranges(path, job.start, job.start + job.size, target)
+            out += [Job([(path, name)], a, b, cont=i > 0) for i, (a, b) in enumerate(cuts)]
+            batch = target
+        elif batch < target:
+            out[-1].files.append((path, name))
+            batch += job.size
+        else:
+            out.append(Job([(path, name)], size=job.size))
+            batch = job.size
+    return out
+
+
+def _ranges(path: str, start: int, size: int, target: int) -> List[Tuple[int, int]]:
+    cuts = [start]
+    with open(path, "rb") as fh:
+        for at in range(start + target, size, target):
+            fh.seek(max(at, cuts[-1]))
+            found = _next_start(fh)
+            if found is not None and found > cuts[-1]:
+                cuts.append(found)
+    return list(zip(cuts, cuts[1:] + [size]))
+
+
+def _next_start(fh) -> Optional[int]:
+    """The offset of the next line that starts with ``{`` (a report or a pretty document)."""
+    if not _to_line_end(fh):
+        return None
+    while True:
+        at = fh.tell()
+        line = fh.readline(1 << 20)
+        if not line:
+            return None
+        if line.startswith(b"{"):
+            return at
+        if not line.endswith(b"\n") and not _to_line_end(fh):
+            return None
+
+
+def _to_line_end(fh) -> bool:
+    """Skip the rest of the current line (read in pieces: it may be gigabytes); False at the end."""
+    while True:
+        piece = fh.readline(1 << 20)
+        if not piece:
+            return False
+        if piece.endswith(b"\n"):
+            return True
+
+
+def workers_for(jobs: List[Job]) -> int:
+    total = sum(job.size for job in jobs if not job.pipe)
+    if total < PARALLEL_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+def run_all(jobs: List[Job], workers: int) -> List[Part]:
+    """Each job's Part, in job order: files in worker processes, pipes here meanwhile."""
+    if workers <= 1:
+        return [run_job(job) for job in jobs]
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [None if job.pipe else pool.submit(run_job, job) for job in jobs]
+        local = {i: run_job(job) for i, job in enumerate(jobs) if job.pipe}
+        return [local[i] if fut is None else fut.result() for i, fut in enumerate(futures)]
