@@ -84,7 +84,7 @@ def diagnose(findings: Sequence[Finding]) -> List[Diagnosis]:
     for f in problems:
         root = _root(f, parent, order)
         groups.setdefault(id(root), (root, []))[1].append(f)
-    diags = [_diagnosis(roots, members, order) for roots, members in _merge_same_family(groups.values(), order)]
+    diags = [_diagnosis(roots, members, order) for roots, members in _merge_same_family(groups.values())]
     return sorted(diags, key=lambda d: (-d.status.rank, family_info(d.family).rank, order[id(d.cause)]))
 
 
@@ -108,12 +108,12 @@ def _root(f: Finding, parent: Dict[int, Optional[Finding]], order: Dict[int, int
     return seen[-1]
 
 
-def _merge_same_family(groups, order: Dict[int, int]):
+def _merge_same_family(groups):
     """Groups whose roots share a family, a subject and a fix recipe are one root cause: (roots, members)."""
     merged: Dict[Tuple, Tuple[List[Finding], List[Finding]]] = {}
     for root, members in groups:
         recipe = root.fix.kb_id if root.fix is not None else None
-        key = (family_of(root), root.subject, recipe) if recipe else ("finding", id(root))
+        key = (family_of(root), root.subject, recipe) if recipe else (id(root),)  # no recipe: merges with none
         roots, all_members = merged.setdefault(key, ([], []))
         roots.append(root)
         all_members.extend(members)

@@ -33,8 +33,8 @@ def torch_archs(tb, os: str) -> Optional[WheelArchs]:
         return None
     if release is None:
         return None
-    variant = release.variants.get(tag or release.default_variant or "")
-    if variant is None or variant.cuda is None or variant.cuda.split(".")[:1] != (tb.cuda or "").split(".")[:1]:
+    variant = release.variants.get(tag or release.default_variant)
+    if variant is None or variant.cuda is None or tb.cuda is None or variant.cuda.split(".")[0] != tb.cuda.split(".")[0]:
         return None
     return WheelArchs(variant.archs, f"gpudoctor's table of torch {release.version} {variant.name} wheels "
                                      f"({variant.source})")

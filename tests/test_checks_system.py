@@ -254,3 +254,185 @@ def test_mismatch_fix_is_given_once():
                                              "Failed to initialize NVML: Driver/library version mismatch\n", rc=18)})
     (finding,) = run_one(driver.driver_answers, Facts(s))
     assert finding.status.value == "fail" and finding.fix.kb_id == "driver_library_mismatch"
+
+
+# --- a hung nvidia-smi names its deadline readably ------------------------------------------------
+
+@pytest.mark.parametrize("s, text", [(10, "10s"), (10.4, "10s"), (30.0, "30s"), (2, "2s"), (2.0, "2s"),
+                                     (9.5, "9.5s"), (0.25, "0.2s"), (1.75, "1.8s")])
+def test_seconds_are_whole_from_ten_and_for_whole_values(s, text):
+    assert driver.seconds(s) == text
+
+
+def test_a_hung_nvidia_smi_fails_with_its_deadline():
+    hung = CommandResult(("nvidia-smi", "-q", "-x"), None, "", "", 2.5, timed_out=True)
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": hung, "lspci": LSPCI}))
+    assert f.status is Status.FAIL and f.title == "nvidia-smi did not answer within 2.5s"
+    assert f.fix.kb_id == "driver_hung"
+    assert [e.source for e in f.evidence] == ["command:nvidia_smi_xml", "command:lspci"]
+
+
+def test_nvidia_smi_printing_what_no_parser_reads_is_unknown_not_a_gpu():
+    garbage = ran(["nvidia-smi", "-q", "-x"], "Segmentation fault handler installed\nhello\n")
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": garbage}))
+    assert (f.status, f.cannot_tell) == (Status.SKIP, True)
+    assert f.title == "nvidia-smi printed something gpudoctor cannot read"
+    assert f.fix.kb_id == "smi_unreadable"
+    assert f.evidence[0].source == "command:nvidia_smi_xml"
+    assert f.evidence[0].excerpt == "Segmentation fault handler installed"
+
+
+NO_SMI = CommandResult(("nvidia-smi",), error="not found")
+
+
+def test_a_gpu_without_nvidia_smi_on_a_host_means_the_driver_is_not_installed():
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": NO_SMI, "lspci": LSPCI}))
+    assert (f.status, f.title) == (Status.FAIL, "an NVIDIA GPU is present but the NVIDIA driver is not installed")
+    assert [(e.source, e.excerpt) for e in f.evidence] == [
+        ("command:nvidia_smi_xml", "`nvidia-smi`: not found"),
+        ("command:lspci", "01:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)")]
+    assert f.fix.kb_id == "driver_not_installed" and f.fix.commands[-1] == "sudo reboot"
+
+
+def test_a_container_given_neither_gpu_nor_nvidia_smi_names_its_kind():
+    s = snap(commands={"nvidia_smi_xml": NO_SMI}, files={"/.dockerenv": ""}, listings={"/dev": ["nvidiactl"]})
+    f = one(driver.driver_answers, s)
+    assert f.status is Status.FAIL
+    assert f.title == "the host has an NVIDIA driver, but no GPU and no nvidia-smi were passed into this docker container"
+    assert [(e.source, e.excerpt) for e in f.evidence][1] == ("listing:/dev", "/dev/nvidiactl")
+    assert f.fix.kb_id == "no_device_in_container"
+    assert f.fix.commands[1].startswith("docker run --rm --gpus all <image> nvidia-smi")
+
+
+def test_a_container_given_the_gpu_but_not_nvidia_smi_lacks_the_utility_capability():
+    s = snap(commands={"nvidia_smi_xml": NO_SMI}, files={"/.dockerenv": ""}, listings={"/dev": ["nvidia0", "nvidiactl"]})
+    f = one(driver.driver_answers, s)
+    assert (f.status, f.title) == (Status.WARN, "the GPU was passed into this docker container but nvidia-smi was not: "
+                                                "the 'utility' driver capability is missing")
+    assert f.fix.summary == "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)."
+    assert f.evidence[1].excerpt == "/dev/nvidia0 /dev/nvidiactl"
+
+
+def test_nou002_names_at_most_two_gpus_from_lspci_else_from_nvidia_smi():
+    from pathlib import Path
+
+    three = ran(["lspci"], "".join(f"0{i}:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 "
+                                   "[GeForce RTX 3090] [10de:2204] (rev a1)\n" for i in (1, 2, 3)))
+    f = one(nouveau.nouveau_blacklisted, snap(listings={"/etc/modprobe.d": []}, commands={"lspci": three}))
+    assert f.status is Status.WARN
+    assert (f.evidence[0].source, f.evidence[0].excerpt) == (
+        "command:lspci", "01:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1); "
+                         "02:00.0 NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)")
+    xml = (Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" /
+           "tesla-k80-x4_driver-430.26_cuda-not-found_processes.xml").read_text()
+    s = snap(listings={"/etc/modprobe.d": []}, commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml)})
+    f = one(nouveau.nouveau_blacklisted, s)
+    assert f.status is Status.WARN and f.evidence[0].source == "command:nvidia_smi_xml"
+    assert f.evidence[0].excerpt == "GPU 0 (Tesla K80), GPU 1 (Tesla K80)"
+
+
+def test_lookups_that_disagree_with_no_chosen_toolkit_settle_on_the_newest():
+    s = snap(files={"/usr/local/cuda-11.8/version.json": '{"cuda": {"version": "11.8.0"}}',
+                    "/usr/local/cuda-12.4/version.json": '{"cuda": {"version": "12.4.1"}}',
+                    "/usr/local/cuda-12.1/version.json": '{"cuda": {"version": "12.1.1"}}',
+                    "/proc/driver/nvidia/version": NVRM.format("550.54.15")},
+             env={"LD_LIBRARY_PATH": "/usr/local/cuda-11.8/lib64:/opt/x/lib:/usr/local/cuda-12.1/lib64/",
+                  "PATH": "/usr/local/cuda-12.1/bin/:/usr/bin"},
+             listings={"/usr/local": ["cuda-11.8", "cuda-12.4", "cuda-12.1"]})
+    f = one(cuda_toolkit.toolkit_paths, s)
+    assert (f.status, f.title) == (Status.WARN, "CUDA lookups disagree: LD_LIBRARY_PATH -> 11.8, LD_LIBRARY_PATH -> 12.1")
+    # every toolkit directory leaves PATH and LD_LIBRARY_PATH (a trailing slash too), the newest goes first
+    assert f.fix.commands[:4] == ("export CUDA_HOME=/usr/local/cuda-12.4", "export PATH=/usr/local/cuda-12.4/bin:/usr/bin",
+                                  "export LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64:/opt/x/lib",
+                                  "nvcc --version    # now: release 12.4")
+    assert f.fix.commands[4].endswith("instead of the ones naming /usr/local/cuda-11.8, /usr/local/cuda-12.1")
+
+
+# --- CVD001: what the value hides, and what to set instead -----------------------------------------
+
+def _k80_cvd(env, files=None):
+    from pathlib import Path
+
+    from gpudoctor_checks import visible_devices as cvd
+
+    xml = (Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" /
+           "tesla-k80-x4_driver-430.26_cuda-not-found_processes.xml").read_text()
+    return one(cvd.cuda_visible_devices, snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml)},
+                                              env=env, files=files or {}))
+
+
+def test_cvd001_in_a_container_reminds_that_its_gpus_are_numbered_from_zero():
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": "2,3"}, {"/.dockerenv": ""})
+    assert (f.status, f.title) == (Status.FAIL, "CUDA_VISIBLE_DEVICES='5' hides all 4 GPU(s): CUDA programs see none")
+    assert f.detail == ("GPU 5 does not exist: this machine shows 4 GPU(s), numbered 0 to 3. Inside this container "
+                        "(NVIDIA_VISIBLE_DEVICES=2,3) the GPUs it was given are numbered from 0: use 0, 1, ... here, "
+                        "not the host's numbers.")
+    assert f.fix.commands[1] == "export CUDA_VISIBLE_DEVICES=0"   # it names no GPU: the first
+    for nvd in ("all", "void", "none"):
+        assert _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": nvd}, {"/.dockerenv": ""}).detail == \
+            "GPU 5 does not exist: this machine shows 4 GPU(s), numbered 0 to 3."
+    assert "Inside this container" not in _k80_cvd({"CUDA_VISIBLE_DEVICES": "5", "NVIDIA_VISIBLE_DEVICES": "2"}).detail
+
+
+def test_cvd001_suggests_each_gpu_the_value_names_once_by_uuid():
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "1,x,3,1"})
+    assert f.title == "CUDA_VISIBLE_DEVICES='1,x,3,1': CUDA sees 1 of 4 GPU(s) (cuda:0 = GPU 1); x, 3, 1 silently dropped"
+    assert f.fix.commands[1] == ("export CUDA_VISIBLE_DEVICES=GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1,"
+                                 "GPU-3341aba2-f01d-2c1f-7dd4-e389779faec2")
+    f = _k80_cvd({"CUDA_VISIBLE_DEVICES": "1,,2"})
+    assert f.detail == ("An empty entry (two commas in a row, or a trailing comma): CUDA stops reading the list there "
+                        "(2 after it is ignored too).")
+    assert f.fix.commands[1] == ("export CUDA_VISIBLE_DEVICES=GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1,"
+                                 "GPU-30bc2701-3bc2-5f35-0ebd-9867a077e138")
+
+
+def test_cuda001_failure_names_the_rule_the_driver_and_the_way_out():
+    f = one(cuda_toolkit.toolkit_driver_fit, _toolkit("13.0.1", "575.57.08"))
+    assert f.title == "CUDA 13.0.1 at /usr/local/cuda-13.0 needs driver >= 580; this machine has 575.57.08"
+    assert f.detail == ("CUDA 13.0.1 needs driver >= 580 (CUDA minor-version compatibility) and 580.82.07 for all its "
+                        "features. Nothing built with this toolkit can start on this driver ('CUDA driver version is "
+                        "insufficient for CUDA runtime version').")
+    assert [(e.source, e.excerpt) for e in f.evidence] == [
+        ("file:/usr/local/cuda-13.0/version.json", "CUDA 13.0.1 at /usr/local/cuda-13.0"),
+        ("file:/proc/driver/nvidia/version", "driver 575.57.08 (supports CUDA up to 12.9)")]
+    assert f.fix.kb_id == "cuda_toolkit_too_new"
+    assert f.fix.summary == ("Upgrade the driver to 580.82.07 or newer (branch 580), or build with a toolkit this "
+                             "driver supports (CUDA 12.9 or older).")
+    old = one(cuda_toolkit.toolkit_driver_fit, _toolkit("10.2.89", "418.87.01"))
+    assert old.detail.startswith("CUDA 10.2.89 needs driver >= 440.33 (the driver it shipped with). Nothing built")
+    assert old.fix.commands[0] == ("# install NVIDIA driver 440.33 or newer (branch 440) from your distribution or "
+                                   "NVIDIA's CUDA repository")
+
+
+def test_cuda001_minor_version_compatibility_warns_about_ptx():
+    f = one(cuda_toolkit.toolkit_driver_fit, _toolkit("12.8.1", "525.60.13"))
+    assert f.title == ("CUDA 12.8.1 at /usr/local/cuda-12.8 runs on driver 525.60.13 only through minor-version "
+                       "compatibility; its PTX and newest features need driver 570.124.06")
+    assert f.detail == ("CUDA 12.8.1 needs driver >= 525.60.13 (CUDA minor-version compatibility) and 570.124.06 for "
+                        "all its features. Programs built with it start, but PTX it generates cannot be JIT-compiled "
+                        "by this driver (cudaErrorUnsupportedPtxVersion) and some new APIs are missing.")
+    assert f.evidence[1].excerpt == "driver 525.60.13 (supports CUDA up to 12.0)"
+    assert f.fix.commands[-1] == "# or keep the driver and use a toolkit it supports: CUDA 12.0 or older"
+
+
+_COULDNT = ran(["nvidia-smi", "-q", "-x"], "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                           "driver. Make sure that the latest NVIDIA driver is installed and running.\n", 9)
+
+
+@pytest.mark.parametrize("extra, title, kb", [
+    (dict(files={"/proc/version": "Linux version 5.15.153.1-microsoft-standard-WSL2 (gcc)\n"}),
+     "nvidia-smi cannot talk to the NVIDIA driver: under WSL the driver comes from Windows (/usr/lib/wsl/lib)",
+     "wsl_specific"),
+    (dict(files={"/.dockerenv": ""}, listings={"/dev": ["nvidia0"]}),   # devices passed in: the host's module
+     "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded", "driver_not_loaded"),
+    (dict(files={"/proc/modules": "nouveau 2 0 - Live 0x0\n"}),
+     "nvidia-smi cannot talk to the NVIDIA driver: nouveau holds the GPU", "nouveau_conflict"),
+    (dict(commands={"modinfo_nvidia": ran(["modinfo"], "", 1, "modinfo: ERROR: Module nvidia not found.\n")}),
+     "nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel", "driver_not_loaded"),
+    ({}, "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded", "driver_not_loaded"),
+])
+def test_couldnt_communicate_is_explained_by_the_machine(extra, title, kb):
+    rest = {k: v for k, v in extra.items() if k != "commands"}   # the parameter itself stays as it is
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": _COULDNT, **extra.get("commands", {})}, **rest))
+    assert (f.status, f.title, f.fix.kb_id) == (Status.FAIL, title, kb)
+    assert f.evidence[0].source == "command:nvidia_smi_xml"

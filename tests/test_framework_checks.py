@@ -325,3 +325,139 @@ def test_unparsable_driver_version_is_a_skip_not_a_crash():
                  frameworks={"torch": torch_rec("2.3.1+cu121", "12.1", SM50_90)})
     f = run(torch_build.torch_driver, s)
     assert f.status is Status.SKIP and "'N/A'" in f.title
+
+
+# --- the fixes behind TRC004 and TF003, chosen against the recorded machine ----------------------
+
+def _scenario_facts(name):
+    from gpudoctor.facts import Facts
+    from gpudoctor.snapshot_folder import load
+    from tests.scenarios import SCENARIOS
+
+    return Facts(load(str(SCENARIOS / name / "snapshot")))
+
+
+def test_torch_unavailable_because_the_driver_is_old_offers_the_driver_or_a_build_that_runs():
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    fix = torch_build._unavailable_fix(f, f["torch_build"], {"recipe": "driver_too_old"}, "unused")
+    assert fix.kb_id == "driver_too_old"
+    assert fix.summary == ("Driver 515.105.01 supports CUDA up to 11.7; torch 2.3.1+cu121 needs at least 525.60.13. "
+                           "Either upgrade the driver to 525.60.13 or newer, or install torch 2.3.1+cu118 (CUDA 11.8).")
+    assert fix.commands[-1] == ("/opt/conda/envs/train/bin/python -m pip install --force-reinstall 'torch==2.3.1' "
+                                "--index-url https://download.pytorch.org/whl/cu118")
+
+
+def test_torch_unavailable_for_another_cause_prints_that_causes_recipe():
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    fix = torch_build._unavailable_fix(f, f["torch_build"], None, "the UVM module is stuck")
+    assert fix.kb_id == "torch_cuda_unavailable" and fix.summary.startswith("Likely cause: the UVM module is stuck.")
+    assert fix.commands[0] == "/opt/conda/envs/train/bin/python -c 'import torch; torch.cuda.init()'"
+    other = torch_build._unavailable_fix(f, f["torch_build"], {"recipe": "nouveau_conflict"}, "x")
+    assert other.kb_id == "nouveau_conflict"
+
+
+def test_tensorflow_too_new_for_the_driver_offers_an_older_release_or_says_none_runs():
+    f = _scenario_facts("fw-tf-2.16-old-driver-515")
+    tf = f["tf_info"]
+    older = tensorflow_build._tf_driver_fix(f, tf, "525.60.13", "450.51.05", "linux")
+    assert older.kb_id == "driver_too_old"
+    assert older.summary.endswith("Either upgrade the driver to 525.60.13 or newer, or install TensorFlow 2.4.0 "
+                                  "(CUDA 11.0), which runs on it.")
+    assert "TensorFlow 2.16.1 needs at least 525.60.13" in older.summary
+    assert older.commands[-1].startswith("conda install -c conda-forge cudatoolkit=11.0 cudnn=8.0")
+    none = tensorflow_build._tf_driver_fix(f, tf, "525.60.13", "390.157", "linux")
+    assert none.summary.endswith("or (no TensorFlow release in gpudoctor's table runs on this driver).")
+    assert none.commands[-1] == "# none known: upgrade the driver"
+    assert tensorflow_build._newest_tf_for_driver("390.157", "linux") is None
+    assert tensorflow_build._newest_tf_for_driver("450.51.05", "linux").version == "2.4.0"
+    # Linux's minor-version compatibility starts at 450.80.02, Windows' at 452.39
+    assert tensorflow_build._newest_tf_for_driver("451.48", "linux").version == "2.14.0"
+    assert tensorflow_build._newest_tf_for_driver("451.48", "windows").version == "2.4.0"
+
+
+class _Override:
+    """A recorded machine's facts with some replaced (a what-if on one fact)."""
+
+    def __init__(self, f, **over):
+        self._f, self._over = f, over
+
+    def get(self, k, d=None):
+        return self._over[k] if k in self._over else self._f.get(k, d)
+
+    def __getitem__(self, k):
+        return self._over[k] if k in self._over else self._f[k]
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+def test_trc002_fix_when_no_driver_helps_offers_another_build():
+    from gpudoctor_checks import torch_fixes
+
+    f = _scenario_facts("fw-torch-recent-on-p100")
+    fix = torch_fixes.driver_fix(f, f["torch_build"], "580.65.06")
+    assert fix.kb_id == "framework_build_for_driver"
+    assert fix.summary == ("torch 2.11.0+cu130 needs driver 580.65.06 or newer, which is no way out here: torch "
+                           "2.11.0+cu130 has no kernels for Tesla P100-PCIE-16GB (sm_60), whatever the driver. "
+                           "Install torch 2.7.*+cu118 (CUDA 11.8) instead.")
+    assert fix.commands[0] == ("/usr/bin/python3 -m pip install --force-reinstall 'torch==2.7.*' "
+                               "--index-url https://download.pytorch.org/whl/cu118")
+
+
+def test_trc002_fix_says_when_no_build_fits_this_python():
+    from dataclasses import replace
+
+    from gpudoctor_checks import torch_fixes
+
+    f = _scenario_facts("fw-torch-recent-on-p100")
+    py314 = _Override(f, torch=replace(f["torch"], python_version="3.14.0"))
+    blocked = torch_fixes.driver_fix(py314, f["torch_build"], "580.65.06")
+    assert blocked.kb_id == "framework_build_for_driver"
+    assert blocked.commands[0] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+    assert "(no torch build in gpudoctor's table fits this driver, these GPUs and this Python)" in blocked.summary
+    turing = _Override(f, torch=py314["torch"], gpus=[replace(g, compute_cap="7.5") for g in f["gpus"]])
+    old = torch_fixes.driver_fix(turing, f["torch_build"], "580.65.06")
+    assert old.kb_id == "driver_too_old"
+    assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or (no torch build in gpudoctor's "
+                                "table fits this driver, these GPUs and this Python).")
+    assert old.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+
+
+def test_cvd002_says_which_card_cuda_0_is_as_surely_as_the_facts_allow():
+    from dataclasses import replace
+
+    from gpudoctor import visible_devices as vd
+    from gpudoctor_checks import visible_devices as cvd
+
+    f = _scenario_facts("fw-cvd-mixed-gpus-no-order")   # RTX 2070 (7.5) at 01:00.0, GTX 750 Ti (5.0) at 04:00.0
+    lead = "1 x GeForce RTX 2070 and 1 x GeForce GTX 750 Ti, and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
+    assert cvd.cuda_device_order.run(f).title == lead + ("CUDA's device 0 is most likely nvidia-smi's GPU 0 "
+                                                         "(GeForce RTX 2070) too, by luck of the slots")
+    gpus = f["gpus"]
+    same = [replace(g, compute_cap="7.5") for g in gpus]   # two models, one capability: no guess
+    got = cvd.cuda_device_order.run(_Override(f, gpus=same, visible_devices=vd.resolve(vd.parse(None), same)))
+    assert got.title == lead + "cuda:0 may not be nvidia-smi's GPU 0"
+    assert got.detail.endswith("which comes first cannot be told from what was recorded; set "
+                               "CUDA_DEVICE_ORDER=PCI_BUS_ID.")
+    seen = [replace(gpus[0], uuid="GPU-aaaa"), replace(gpus[1], uuid="GPU-bbbb")]   # torch enumerated them
+    m = vd.resolve(vd.parse(None), seen, None, ["GPU-bbbb", "GPU-aaaa"])
+    got = cvd.cuda_device_order.run(_Override(f, gpus=seen, visible_devices=m))
+    assert got.title == lead + "CUDA's device 0 is nvidia-smi's GPU 1 (GeForce GTX 750 Ti), not GPU 0 (GeForce RTX 2070)"
+    assert got.detail.endswith("CUDA's order as torch saw it: fastest first, not nvidia-smi's.")
+    m = vd.resolve(vd.parse(None), seen, None, ["GPU-aaaa", "GPU-bbbb"])
+    assert cvd.cuda_device_order.run(_Override(f, gpus=seen, visible_devices=m)).title == \
+        lead + "CUDA's device 0 is nvidia-smi's GPU 0 (GeForce RTX 2070) too, by luck of the slots"
+
+
+def test_trc004_leaves_the_fix_to_the_check_that_reports_its_cause():
+    ok_machine = _scenario_facts("fw-healthy-torch-gpu")
+    old_driver = _scenario_facts("fw-torch-cu121-old-driver-515")
+    no_driver = _scenario_facts("core-driver-not-loaded")
+    tb = old_driver["torch_build"]
+    assert torch_build._fails_there(old_driver, tb, "TRC002") is True     # driver 515 < 525.60.13 for CUDA 12.1
+    assert torch_build._fails_there(ok_machine, ok_machine["torch_build"], "TRC002") is False
+    assert torch_build._fails_there(no_driver, tb, "DRV001") is True       # nvidia-smi gives no report
+    assert torch_build._fails_there(ok_machine, tb, "DRV001") is False
+    assert torch_build._fails_there(ok_machine, tb, "CVD001") is False     # CUDA_VISIBLE_DEVICES not set
+    assert torch_build._fails_there(_scenario_facts("fw-cvd-invalid-truncates"), tb, "CVD001") is True
+    assert torch_build._fails_there(old_driver, tb, "NOU001") is False

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
+import json
 import os
+
+import pytest
 
 from gpudoctor.findings import Status
 from tests.scenarios import expected, finding_text, report_for, scenario_dirs, text_report
@@ -61,6 +62,26 @@ def test_scenario_text_golden(path):
         golden.write_text(text, encoding="utf-8")
     assert golden.is_file(), f"{golden} is missing (GPUDOCTOR_UPDATE_GOLDENS=1 writes it)"
     assert text == golden.read_text(encoding="utf-8")
+
+
+def _finding_record(f) -> dict:
+    """A finding as the golden keeps it: every field the check set (defaults left out, to keep it short)."""
+    return {k: v for k, v in f.to_dict().items() if v not in (None, [], False, "")}
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_scenario_findings_golden(path):
+    """Every finding of every check, skips and passes included: title, detail, evidence and fix, exactly
+    (the text report shows a skip's reason and a pass's evidence only with --verbose)."""
+    golden = path / "expected-findings.json"
+    got = [_finding_record(f) for f in report_for(path).findings]
+    if UPDATE:
+        golden.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert golden.is_file(), f"{golden} is missing (GPUDOCTOR_UPDATE_GOLDENS=1 writes it)"
+    want = json.loads(golden.read_text(encoding="utf-8"))
+    assert [f["check_id"] for f in got] == [f["check_id"] for f in want]
+    for g, w in zip(got, want):
+        assert g == w, f"{w['check_id']} changed"
 
 
 @pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])

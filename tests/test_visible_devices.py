@@ -169,3 +169,192 @@ def test_pre_r470_mig_form_names_the_parent_gpu_and_instance_ids():
     m = vd.resolve(vd.parse(f"MIG-{a100[0].uuid}/2/0"), a100)
     assert [(v.gpu.index, v.mig.gi_id, v.mig.ci_id) for v in m.visible] == [(0, 2, 0)]
     assert visible(f"MIG-{a100[0].uuid}/9/0", a100) == []
+
+
+# --- the mapping as the report carries it, and one entry on its own ---------------------------
+
+def test_to_dict_of_an_index_list_on_four_v100s():
+    d = vd.resolve(vd.parse("2,0"), V100).to_dict()
+    assert {k: d[k] for k in ("cuda_visible_devices", "mode", "order", "order_source", "certain", "order_known",
+                              "problems")} == {
+        "cuda_visible_devices": "2,0", "mode": "index", "order": "FASTEST_FIRST", "order_source": "pci_order",
+        "certain": True, "order_known": True, "problems": []}
+    assert d["visible"][0] == {
+        "cuda_index": 0, "entry": "2", "gpu_index": 2, "name": "Tesla V100-PCIE-16GB",
+        "uuid": "GPU-c141de25-4738-ed72-538d-21ffd71597f9", "pci_bus_id": "00000003:00:00.0", "compute_cap": None,
+        "mig_enabled": False, "mig_uuid": None, "mig": None}
+    assert [(v["cuda_index"], v["entry"], v["gpu_index"]) for v in d["visible"]] == [(0, "2", 2), (1, "0", 0)]
+    assert d["hidden"] == [
+        {"gpu_index": 1, "name": "Tesla V100-PCIE-16GB", "pci_bus_id": "00000002:00:00.0",
+         "uuid": "GPU-734eb6b1-0b19-e9c0-cdea-7eb873e2ff57", "compute_cap": None},
+        {"gpu_index": 3, "name": "Tesla V100-PCIE-16GB", "pci_bus_id": "00000004:00:00.0",
+         "uuid": "GPU-bbe70036-e852-8f8e-afef-a839975c9b5e", "compute_cap": None}]
+
+
+def test_to_dict_names_the_problems_and_the_mig_instance():
+    d = vd.resolve(vd.parse("0,9"), V100, "pci").to_dict()
+    assert d["problems"] == [
+        {"code": "bad_order", "hides_all": False,
+         "message": "CUDA_DEVICE_ORDER='pci' is neither FASTEST_FIRST nor PCI_BUS_ID; CUDA ignores it and "
+                    "numbers the fastest GPU first"},
+        {"code": "beyond_count", "hides_all": False,
+         "message": "GPU 9 does not exist: this machine shows 4 GPU(s), numbered 0 to 3"}]
+    a100 = _recorded("xml/a100-sxm4-40gb_driver-510.47.03_cuda-11.6_mig.xml")
+    (v,) = vd.resolve(vd.parse(f"MIG-{a100[0].uuid}/2/0"), a100).to_dict()["visible"]   # the pre-R470 form
+    assert v["mig_enabled"] is True and v["mig_uuid"] is None   # this XML gives the instances no UUID
+    assert v["mig"] == {"uuid": None, "profile": None, "gi_id": 2, "ci_id": 0}
+    (v,) = vd.resolve(vd.parse("MIG-7d8b2e8d"), H100_MIG).to_dict()["visible"]
+    assert (v["gpu_index"], v["mig_enabled"], v["mig_uuid"]) == (0, True, "MIG-7d8b2e8d-57ea-5fe3-83bc-2026e5cb10fb")
+    assert v["mig"] == {"uuid": "MIG-7d8b2e8d-57ea-5fe3-83bc-2026e5cb10fb", "profile": "1g.10gb", "gi_id": None,
+                        "ci_id": None}
+
+
+def test_to_dict_of_a_fastest_first_guess_on_a_recorded_workstation():
+    from tests.scenarios import SCENARIOS, report_for
+
+    d = report_for(SCENARIOS / "fw-cvd-fastest-first-slow-card-first").devices
+    assert (d["order_source"], d["certain"], d["order_known"]) == ("compute_capability", False, False)
+    assert [(v["gpu_index"], v["name"], v["compute_cap"]) for v in d["visible"]] == [(1, "NVIDIA GeForce RTX 3090", "8.6")]
+    assert d["hidden"] == [{"gpu_index": 0, "name": "Quadro P2000", "pci_bus_id": "00000000:17:00.0",
+                            "uuid": "GPU-396caaed-39ca-3199-2e68-717cdb786ec6", "compute_cap": "6.1"}]
+
+
+def test_gpu_for_names_the_gpu_one_entry_selects_alone():
+    m = vd.resolve(vd.parse("0,0"), V100)   # the whole list hides everything; each entry alone does not
+    assert m.hides_all and m.physical_count == 4
+    assert m.gpu_for("2") is V100[2] and m.gpu_for(" 3 ") is V100[3] and m.gpu_for("GPU-734e") is V100[1]
+    assert m.gpu_for("GPU-c") is None and m.gpu_for("9") is None and m.gpu_for("x") is None
+    assert not vd.resolve(vd.parse(""), []).hides_all   # no GPU at all: nothing is hidden
+
+
+# --- CUDA's enumeration order -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CcGpu:
+    index: int
+    name: str
+    compute_cap: object
+    uuid: str = ""
+
+
+def test_fastest_first_ranks_the_newest_architecture_first_and_unknowns_last():
+    p2000, rtx, a100, odd = (CcGpu(0, "Quadro P2000", "6.1"), CcGpu(1, "RTX 3090", "8.6"),
+                             CcGpu(2, "A100", "8.0"), CcGpu(3, "Mystery", None))
+    ordered, source = vd.cuda_order([p2000, odd, rtx, a100], "FASTEST_FIRST")
+    assert [g.index for g in ordered] == [1, 2, 0, 3] and source == "unknown"   # an unknown capability
+    ordered, source = vd.cuda_order([p2000, rtx, a100], "FASTEST_FIRST")
+    assert [g.index for g in ordered] == [1, 2, 0] and source == "compute_capability"
+    assert vd.cuda_order([p2000, CcGpu(4, "Quadro P5000", "6.1")], "FASTEST_FIRST")[1] == "unknown"  # same CC
+    assert vd.cuda_order([p2000, rtx], "PCI_BUS_ID") == ([p2000, rtx], "pci_order")
+    assert vd.cuda_order([CcGpu(0, "X", "8.6"), CcGpu(1, "Y", "8.10")], "FASTEST_FIRST")[0][0].index == 1
+    assert vd.cuda_order([CcGpu(0, "X", "8"), CcGpu(1, "Y", "9.0")], "FASTEST_FIRST")[0][0].index == 1
+    assert [g.index for g in vd.cuda_order([CcGpu(0, "X", "sm"), CcGpu(1, "Y", "5.0")], "FASTEST_FIRST")[0]] \
+        == [1, 0]
+
+
+def test_an_observed_order_wins_when_it_names_every_gpu_once():
+    a, b = CcGpu(0, "Quadro P2000", "6.1", "GPU-AAAA"), CcGpu(1, "RTX 3090", "8.6", "GPU-bbbb")
+    assert vd.cuda_order([a, b], "FASTEST_FIRST", ["gpu-aaaa", "GPU-BBBB"]) == ([a, b], "observed")
+    assert vd.cuda_order([a, b], "FASTEST_FIRST", ["GPU-bbbb", "GPU-aaaa"]) == ([b, a], "observed")
+    for partial in (["GPU-aaaa"], ["GPU-aaaa", "GPU-aaaa"], ["GPU-aaaa", "GPU-cccc"], ["GPU-aaaa", None], []):
+        assert vd.cuda_order([a, b], "FASTEST_FIRST", partial) == ([b, a], "compute_capability")
+    m = vd.resolve(vd.parse("0"), [a, b], None, ["GPU-aaaa", "GPU-bbbb"])
+    assert (m.order_source, m.certain, m.order_known, [v.gpu for v in m.visible]) == ("observed", True, True, [a])
+    m = vd.resolve(vd.parse("0"), [a, b], None, ["GPU-bbbb", "GPU-aaaa"])
+    assert (m.certain, m.order_known, [v.gpu for v in m.visible], m.cuda_order) == (True, False, [b], (b, a))
+
+
+# --- exact readings and messages -----------------------------------------------------------------
+
+P = vd.Problem
+
+
+@pytest.mark.parametrize("raw, mode, entries, ignored, problems", [
+    ("GPU-734e,GPU-734e", "uuid", (), ("GPU-734e", "GPU-734e"),
+     (P("duplicate", "GPU-734e is listed twice, which makes CUDA show no GPU at all", True),)),
+    ("GPU-734e, GPU-c4f7,3", "uuid", ("GPU-734e",), ("GPU-c4f7", "3"),
+     (P("invalid", "' GPU-c4f7' starts with a space, so it is not read as a UUID: CUDA stops there and ignores "
+                   "GPU-c4f7, 3; remove the spaces"),)),
+    ("GPU-734e,3,GPU-x", "uuid", ("GPU-734e",), ("3", "GPU-x"),
+     (P("invalid", "'3' does not start with GPU-: in a UUID list CUDA stops there and ignores 3, GPU-x"),)),
+    ("MIG-aa,MIG-bb,MIG-cc", "mig", ("MIG-aa", "MIG-bb", "MIG-cc"), (),
+     (P("mig_single", "a CUDA process enumerates one MIG instance only: MIG-aa is used, MIG-bb, MIG-cc not"),)),
+    ("MIG-aa", "mig", ("MIG-aa",), (), ()),
+    ("MIG-aa,GPU-bb", "mig", ("MIG-aa",), ("GPU-bb",),
+     (P("invalid", "'GPU-bb' does not start with MIG-: in a UUID list CUDA stops there and ignores GPU-bb"),)),
+    ("0,x,1,2", "index", ("0",), ("x", "1", "2"),
+     (P("invalid", "'x' is neither a GPU index nor a GPU-/MIG- UUID: CUDA stops reading the list there "
+                   "(1, 2 after it are ignored too)"),)),
+    ("0,,1", "index", ("0",), ("", "1"),
+     (P("invalid", "an empty entry (two commas in a row, or a trailing comma): CUDA stops reading the list there "
+                   "(1 after it is ignored too)"),)),
+    ("0,-1", "index", ("0",), ("-1",), (P("negative", "'-1' is negative: CUDA stops reading the list there"),)),
+    ("-1,2", "index", (), ("-1", "2"),
+     (P("negative", "'-1' is negative: CUDA stops reading the list there and shows no GPU (2 after it is "
+                    "ignored too)", True),)),
+    ("x", "index", (), ("x",),
+     (P("invalid", "'x' is neither a GPU index nor a GPU-/MIG- UUID: CUDA stops reading the list there and "
+                   "shows no GPU", True),)),
+    (" ", "index", (), ("",), (P("empty", "the variable is set but empty, which hides every GPU", True),)),
+    ("0,1,0", "index", (), ("0", "1", "0"),
+     (P("duplicate", "GPU 0 is listed twice, which makes CUDA show no GPU at all", True),)),
+    ("1gpu, 2", "index", ("1", "2"), (),
+     (P("lenient", "'1gpu' is read as 1: CUDA keeps the leading digits and ignores the rest"),
+      P("spaces", "'1gpu, 2' contains spaces; CUDA skips them before a number, but not in a UUID list, and many "
+                  "launchers do not: remove them"))),
+    (" 1, 3,4", "index", ("1", "3", "4"), (),
+     (P("spaces", "' 1, 3,4' contains spaces; CUDA skips them before a number, but not in a UUID list, and many "
+                  "launchers do not: remove them"),)),
+    ("+1,007", "index", ("1", "7"), (),
+     (P("lenient", "'007' is read as 7: CUDA keeps the leading digits and ignores the rest"),)),
+    ("1," + "9" * 30, "index", ("1", str(2 ** 64 - 1)), (),
+     (P("lenient", f"'{'9' * 30}' is read as {2 ** 64 - 1}: CUDA keeps the leading digits and ignores the rest"),)),
+])
+def test_parse_reads_the_value_exactly(raw, mode, entries, ignored, problems):
+    assert vd.parse(raw) == vd.Spec(raw, mode, entries, ignored, problems)
+
+
+def test_strtoul_saturates_like_c():
+    assert vd._strtoul("9" * 25) == 2 ** 64 - 1 and vd._strtoul("-" + "9" * 25) == -(2 ** 64 - 1)
+    assert vd._strtoul("0" * 25 + "7") == 7 and vd._strtoul(" +5x") == 5 and vd._strtoul("-0") == 0
+    assert vd._strtoul("1" + "0" * 18) == 10 ** 18 and vd._strtoul("x") is None and vd._strtoul("") is None
+    assert vd.parse("-" + "9" * 25).problems[0].code == "negative"
+    # 20 digits above ULONG_MAX saturate as well (strtoul's ERANGE), the 20-digit ULONG_MAX itself stays
+    assert vd._strtoul("9" * 20) == 2 ** 64 - 1 and vd._strtoul("-" + "9" * 20) == -(2 ** 64 - 1)
+    assert vd._strtoul(str(2 ** 64 - 1)) == 2 ** 64 - 1 and vd._strtoul(str(2 ** 64)) == 2 ** 64 - 1
+
+
+@pytest.mark.parametrize("raw, gpus, shown, problems", [
+    ("GPU-c,GPU-734e", V100, [],
+     [("ambiguous_uuid", "GPU-c is the start of 2 UUIDs: CUDA stops the list there; GPU-734e after it ignored", True)]),
+    ("GPU-734e,GPU-dead,GPU-c4f7", V100, [1],
+     [("unknown_uuid", "GPU-dead matches no device on this machine: CUDA stops the list there; GPU-c4f7 after it "
+                       "ignored", False)]),
+    ("GPU-734e,GPU-dead", V100, [1],
+     [("unknown_uuid", "GPU-dead matches no device on this machine: CUDA stops the list there", False)]),
+    ("GPU-734e,GPU-734eb6b1", V100, [],
+     [("duplicate", "GPU-734eb6b1 names a device already listed, which makes CUDA show no GPU at all", True)]),
+    ("0,9,1,x", V100, [0],
+     [("invalid", "'x' is neither a GPU index nor a GPU-/MIG- UUID: CUDA stops reading the list there", False),
+      ("beyond_count", "GPU 9 does not exist: this machine shows 4 GPU(s), numbered 0 to 3; 1, x after it are "
+                       "ignored", False)]),
+    ("9,1", V100, [],
+     [("beyond_count", "GPU 9 does not exist: this machine shows 4 GPU(s), numbered 0 to 3; 1 after it is ignored",
+       True)]),
+    ("1,9", V100, [1],
+     [("beyond_count", "GPU 9 does not exist: this machine shows 4 GPU(s), numbered 0 to 3", False)]),
+    ("gpu-734E", V100, [], [("invalid", "'gpu-734E' is neither a GPU index nor a GPU-/MIG- UUID: CUDA stops reading "
+                                        "the list there and shows no GPU", True)]),
+    ("GPU-734EB6B1", V100, [1], []),   # a UUID prefix matches whatever its case
+    ("MIG-7D8B2E8D", H100_MIG, [0], []),
+])
+def test_resolve_names_each_problem_exactly(raw, gpus, shown, problems):
+    m = vd.resolve(vd.parse(raw), gpus)
+    assert [v.gpu.index for v in m.visible] == shown
+    assert [(p.code, p.message, p.hides_all) for p in m.problems] == problems
+
+
+def test_a_mig_list_keeps_the_first_instance_and_its_parent():
+    m = vd.resolve(vd.parse("MIG-ec4af7a3,MIG-7d8b2e8d"), H100_MIG)
+    assert [(v.cuda_index, v.entry, v.gpu.index) for v in m.visible] == [(0, "MIG-ec4af7a3", 0)]
+    assert vd.resolve(vd.parse(f"MIG-{H100_MIG[1].uuid}/1/0"), H100_MIG).visible == ()  # -L gives no GI ids

@@ -102,7 +102,8 @@ def crashed(exc: BaseException) -> Outcome:
 
 def clean(text: str) -> str:
     """One safe line: printable ASCII, no quotes or backslashes (scontrol and shells mangle them)."""
-    text = text.encode("ascii", "replace").decode("ascii")
+    # pragma below: codec names are case-insensitive, so the "ASCII" mutants are this same line.
+    text = text.encode("ascii", "replace").decode("ascii")  # pragma: no mutate
     text = re.sub(r"[\"'`\\]", "", text)
     return re.sub(r"\s+", " ", text).strip()
 
