@@ -60,7 +60,7 @@ class _Proposal:
     sentences: List[str]
     via: str
     titles: Tuple[str, ...] = ()
-    analysis: Optional[oom.OomAnalysis] = None
+    analysis: Optional[oom.OomVerdict] = None
 
 
 class Diagnoser:

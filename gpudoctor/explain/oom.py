@@ -16,22 +16,10 @@ judgement is the caching-allocator model that ``gpudoctor memory`` uses too
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from gpudoctor.explain.values import Size
-from gpudoctor.memory.allocator import AllocatorState, classify_oom
-
-
-@dataclass
-class OomAnalysis:
-    kind: str                        # "program_bug", "fragmentation", "other_processes", "exhausted", "unknown"
-    recipe: Optional[str]
-    explanation: List[str]
-    numbers: Dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "numbers": dict(self.numbers)}
+from gpudoctor.memory.allocator import AllocatorState, OomVerdict, classify_oom
 
 
 def _mib(values: Dict[str, Any], name: str) -> Optional[float]:
@@ -45,6 +33,5 @@ def state_from_values(values: Dict[str, Any]) -> AllocatorState:
     return AllocatorState(**{n: _mib(values, n) for n in names})
 
 
-def analyse(values: Dict[str, Any]) -> OomAnalysis:
-    v = classify_oom(state_from_values(values))
-    return OomAnalysis(v.kind, v.recipe, v.explanation, v.numbers)
+def analyse(values: Dict[str, Any]) -> OomVerdict:
+    return classify_oom(state_from_values(values))

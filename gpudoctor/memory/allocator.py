@@ -18,7 +18,7 @@ All sizes are MiB.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from gpudoctor.memory.units import pytorch_size as human
 
@@ -50,6 +50,10 @@ class OomVerdict:
     recipe: Optional[str]
     explanation: List[str]
     numbers: Dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """What explain's JSON carries of the verdict (its explanation is in the diagnosis's sentences)."""
+        return {"kind": self.kind, "numbers": dict(self.numbers)}
 
 
 def unallocated(s: AllocatorState) -> Optional[float]:
