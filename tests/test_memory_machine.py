@@ -47,13 +47,16 @@ def test_live_view_attributes_memory_to_processes_and_owners():
 
 def test_owner_and_command_of_a_live_process():
     # A child whose command line is known (a pytest-xdist worker retitles its own process).
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "marker-7d1e"],
-                             stdin=subprocess.PIPE)
+    # It says "up" once its interpreter runs, so it is described after exec, not between fork and exec.
+    code = "import sys; print('up', flush=True); sys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", code, "marker-7d1e"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout.readline() == "up\n"
         me = processes.describe([child.pid, 2 ** 22 + 12345])
     finally:
         child.communicate(timeout=60)
-    assert me[child.pid]["command"] == f"{sys.executable} -c import sys; sys.stdin.read() marker-7d1e"
+    assert me[child.pid]["command"] == f"{sys.executable} -c {code} marker-7d1e"
     assert me[child.pid]["user"]
     assert me[2 ** 22 + 12345] == {"error": "not visible from here (ended, or another PID namespace such as a "
                                             "container)"}
