@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Set
 
 from gpudoctor.explain.values import convert
 from gpudoctor.smi import extract
+from gpudoctor.literals import fold, needles
 
 
 @dataclass
@@ -35,9 +36,10 @@ class Context:
 
 def read_text(ctx: Context, text: str, catalog) -> None:
     """Facts and context flags found in ``text`` by the catalog's fact/context signatures."""
+    folded = fold(text)
     for sig in catalog.of_kind("fact", "context"):
         for pattern in sig.patterns:
-            m = pattern.search(text)
+            m = needles(pattern).search(text, folded)
             if m is None:
                 continue
             if sig.kind == "context":

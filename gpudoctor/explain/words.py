@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable
 
 from gpudoctor.knowledge import vocabulary
+from gpudoctor.literals import fold, needles
 
 # A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)",
 # or before "error" ("the 804 error").
@@ -47,8 +48,9 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
     """Feature id -> where it was read: vocabulary terms, error codes by name and by number, --context flags."""
     out: Dict[str, Mark] = {}
     text = _TABLE_ROW.sub("", text)
+    folded = fold(text)
     for term in vocabulary.terms():
-        m = term.pattern.search(text)
+        m = needles(term.pattern).search(text, folded)
         if m is not None:
             out[term.id] = _mark(text, source, m.group(0), m.start())
     squashed = vocabulary.squash(text)

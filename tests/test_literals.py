@@ -1,0 +1,106 @@
+"""The words a pattern requires (gpudoctor/literals.py) rule a text out only when the search
+would find nothing: checked on every vocabulary term and fact/context signature of explain
+against every real error text in the repository, and on generated texts full of near misses."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpudoctor.explain.catalog import load
+from gpudoctor.knowledge import vocabulary
+from gpudoctor.literals import Needles, fold, needles
+
+ROOT = Path(__file__).resolve().parent.parent
+PATTERNS = [t.pattern for t in vocabulary.terms()] + [p for sig in load().signatures for p in sig.patterns]
+CASE_FILES = [ROOT / "fixtures" / "errors-dev" / "cases.jsonl", *sorted((ROOT / "fixtures" / "errors-real").glob("*.jsonl"))]
+TEXTS = [json.loads(line)["error_text"] for path in CASE_FILES for line in path.read_text().splitlines() if line.strip()]
+SAMPLE = TEXTS[::3]  # every third: each text costs a search per pattern, about 4 ms
+
+
+@pytest.mark.parametrize("pattern, flags, words", [
+    (r"libcuda|nvcuda", re.I, ("libcuda", "nvcuda")),
+    (r"\bCUDA_ERROR_NO_DEVICE\b", 0, ("cuda_error_no_device",)),
+    (r"no (?:gpu|device)s? found", re.I, (" found",)),                # the longest run of the sequence
+    (r"x(?:abcdef|ghijkl)", re.I, ("abcdef", "ghijkl")),              # a group's words beat a shorter run
+    (r"abc(?:defghij)?", 0, ("abc",)),                                # an optional group is not required
+    (r"ab(?:cdefgh)*", 0, ("ab",)),                                   # nor a repeat that may occur 0 times
+    (r"q(?:cdefgh)+", 0, ("cdefgh",)),                                # one that must occur is
+    (r"(?=needle)x\d+", 0, None),                                     # a lookahead's words are not the match's
+    (r"a|bcd", 0, None),                                              # one branch requires no word of 2 letters
+    (r"[lL]ibcuda", 0, ("ibcuda",)),                                  # a class ends a run
+    (r"lib\u00e9cuda", 0, ("cuda",)),                                # so does a non-ASCII letter
+])
+def test_the_required_words_of_a_pattern(pattern, flags, words):
+    assert Needles(re.compile(pattern, flags)).words == words
+
+
+def test_a_pattern_whose_words_cannot_be_read_is_always_searched():
+    needle = Needles(re.compile(r"\d+"))
+    assert needle.words is None
+    assert needle.search("x 42", fold("x 42")).group(0) == "42"
+
+
+def test_a_text_without_any_word_is_not_searched():
+    class Counting:
+        pattern, flags, calls = "libcuda", re.I, 0
+
+        def search(self, text):
+            Counting.calls += 1
+            return None
+
+    needle = Needles(Counting())
+    assert needle.words == ("libcuda",)
+    assert needle.search("nothing here", fold("nothing here")) is None and Counting.calls == 0
+    needle.search("LIBCUDA.so", fold("LIBCUDA.so"))
+    assert Counting.calls == 1
+
+
+def test_the_twins_are_every_non_ascii_letter_ignorecase_takes_for_an_ascii_one():
+    found = {}
+    for cp in range(128, sys.maxunicode + 1):
+        c = chr(cp)
+        if re.fullmatch("[a-z]", c, re.I) and c.lower() not in "abcdefghijklmnopqrstuvwxyz":
+            found[c] = next(a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(a, c, re.I))
+    assert found == {"\u0130": "i", "\u0131": "i", "\u017f": "s"}
+    assert fold("L\u0130BCUDA \u017fo") == "libcuda so"
+
+
+def test_every_explain_pattern_gives_the_same_match_on_every_real_text():
+    assert len(PATTERNS) > 300 and len(SAMPLE) > 250
+    ruled_out = 0
+    for text in SAMPLE:
+        folded = fold(text)
+        for pattern in PATTERNS:
+            needle = needles(pattern)
+            expected = pattern.search(text)
+            got = needle.search(text, folded)
+            assert (got and got.span()) == (expected and expected.span()), (pattern.pattern, text[:200])
+            ruled_out += not needle.may_match(folded)
+    assert ruled_out > len(SAMPLE) * len(PATTERNS) // 2  # the point of it: most searches never run
+
+
+@st.composite
+def _near_misses(draw):
+    """A pattern and a text made of its own words, cased and spelt oddly, with noise between."""
+    pattern = draw(st.sampled_from(PATTERNS))
+    words = needles(pattern).words or ("gpu",)
+    pieces = st.one_of(st.sampled_from(words), st.sampled_from(words).map(str.upper),
+                       st.sampled_from(words).map(lambda w: w.replace("i", "\u0130").replace("s", "\u017f")),
+                       st.text(max_size=6), st.sampled_from([" ", "_", ".so", "\n", "12", "0"]))
+    return pattern, "".join(draw(st.lists(pieces, max_size=12)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(_near_misses())
+def test_generated_texts_give_the_same_match(case):
+    pattern, text = case
+    expected = pattern.search(text)
+    got = needles(pattern).search(text, fold(text))
+    assert (got and got.span()) == (expected and expected.span())
