@@ -14,8 +14,10 @@ search would have found nothing; a pattern whose words cannot be read is always 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
-from typing import List, Optional, Tuple
+from itertools import accumulate
+from typing import List, Optional, Sequence, Tuple
 
 try:  # Python 3.11 renamed the parser module; both expose the same parse tree
     from re import _constants as _c, _parser as _p  # type: ignore[attr-defined]
@@ -53,6 +55,23 @@ class Needles:
     def search(self, text: str, folded: str) -> Optional["re.Match"]:
         """``pattern.search(text)``, skipped when ``folded`` (``fold(text)``) lacks every word."""
         return self.pattern.search(text) if self.may_match(folded) else None
+
+
+def lines_to_search(lines: Sequence[str], needle: Needles) -> Sequence[int]:
+    """Indices, in order, of the lines that hold one of the pattern's words: the only ones a
+    per-line search can match in. Each word is looked for once in the whole text, not line by line."""
+    if needle.words is None:
+        return range(len(lines))
+    folded = fold("\n".join(lines))
+    starts = [0, *accumulate(len(line) + 1 for line in lines)]
+    found = set()
+    for word in needle.words:
+        at = folded.find(word)
+        while at >= 0:
+            index = bisect_right(starts, at) - 1
+            found.add(index)
+            at = folded.find(word, starts[index + 1])  # the next line: one hit per line is enough
+    return sorted(found)
 
 
 @lru_cache(maxsize=None)

@@ -104,3 +104,33 @@ def test_generated_texts_give_the_same_match(case):
     expected = pattern.search(text)
     got = needles(pattern).search(text, fold(text))
     assert (got and got.span()) == (expected and expected.span())
+
+
+SMI_FILES = sorted(p for p in (ROOT / "fixtures" / "nvidia-smi").rglob("*") if p.is_file() and p.name != "SOURCES.md")
+FAILURES = json.loads((ROOT / "gpudoctor" / "knowledge" / "data" / "nvidia_smi_failures.json").read_text())["failures"]
+EXAMPLES = [example for row in FAILURES for example in row["examples"]]
+
+
+def _every_line(lines):
+    """find_errors as it was: the failure pattern searched on every line."""
+    from gpudoctor.knowledge.smi_failures import any_failure
+    found = {}
+    for line in lines:
+        text = line.strip().strip("|").strip()
+        if text and len(text) <= 400 and text not in found and any_failure().search(text):
+            found[text] = None
+    return tuple(found)
+
+
+def test_nvidia_smi_failure_lines_are_the_same_as_searching_every_line():
+    from gpudoctor.smi.errors import find_errors
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in SMI_FILES]
+    # each failure sentence planted between a recording's lines, in odd case, after a table bar
+    texts += ["\n".join(["|  " + example.upper() + " |", texts[i % len(texts)][:3000], example, "\u0130" + example])
+              for i, example in enumerate(EXAMPLES)]
+    hits = 0
+    for text in texts:
+        lines = text.splitlines()
+        assert find_errors(lines) == _every_line(lines)
+        hits += bool(_every_line(lines))
+    assert hits >= len(EXAMPLES)

@@ -9,6 +9,7 @@ import re
 from typing import Dict, List, Tuple
 
 from gpudoctor.knowledge.smi_failures import any_failure
+from gpudoctor.literals import lines_to_search, needles
 
 # The failure sentences themselves live in one table shared with DRV001 and explain
 # (knowledge/data/nvidia_smi_failures.json).
@@ -22,8 +23,8 @@ def find_errors(lines: List[str]) -> Tuple[str, ...]:
     """Lines that are nvidia-smi failure messages, stripped, in order, without repeats."""
     pattern = any_failure()
     found: Dict[str, None] = {}  # an ordered set: a list's `in` made 20,000 distinct lines cost 15 s
-    for line in lines:
-        text = line.strip().strip("|").strip()
+    for index in lines_to_search(lines, needles(pattern)):  # most lines hold none of its words
+        text = lines[index].strip().strip("|").strip()
         if text and len(text) <= 400 and text not in found and pattern.search(text):
             found[text] = None
     return tuple(found)
