@@ -33,6 +33,14 @@ def pytest_configure(config):
         raise pytest.UsageError(tree.message(found))
 
 
+def pytest_xdist_auto_num_workers(config):
+    """Workers for ``-n auto``: twice the cores this process may use. A good part of the suite waits
+    rather than computes (hung stubs killed at their timeout, a Slurm health check every interval,
+    children blocked on a pipe), so a worker per core would leave the cores idle during those waits."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 * cores
+
+
 @pytest.fixture
 def stub_bin(tmp_path):
     """Returns make(name, script) that writes an executable shell stub into a bin dir."""
