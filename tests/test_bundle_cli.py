@@ -160,3 +160,17 @@ def test_help_has_examples():
     for text in ("--anonymize", "--output", "--timeout", "--json", "gpudoctor check --snapshot", "Examples:"):
         assert text in res.stdout
     assert "--root" not in res.stdout
+
+
+def test_the_bundle_keeps_the_kernel_lines_the_snapshot_keeps():
+    from gpudoctor.bundle.collect import kernel_lines
+    from gpudoctor.probes.kernel_log import keep
+    log = ("[ 1.0] Linux version 6.8.0\n"
+           "[ 2.0] NVRM: Xid (PCI:0000:07:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+           "[ 2.1] nvidia-nvswitch3: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up\n"
+           "[ 2.2] nvidia_uvm: module uses symbols from proprietary module nvidia, inheriting taint.\n"
+           "[ 3.0] audit: op=exec path=/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so\n"  # a path, no driver line
+           "[ 4.0] e1000e: eth0 NIC Link is Up\n")
+    kept, read = kernel_lines(log)
+    assert read == 6
+    assert kept == keep(log).splitlines()[1:] and [line[:6] for line in kept] == ["[ 2.0]", "[ 2.1]", "[ 2.2]"]

@@ -9,18 +9,17 @@ the bundle's ``--timeout``. Failures are data: ``dmesg`` without root usually fa
 from __future__ import annotations
 
 import os
-import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpudoctor import runner
+from gpudoctor.kernlog import MAX_LINE_CHARS
 from gpudoctor.probes.commands import resolve
+# The kernel lines worth a support engineer's time are the ones the snapshot keeps: one filter for both.
+from gpudoctor.probes.kernel_log import NVIDIA_LINE
 
-# Kernel lines worth a support engineer's time: NVRM (the driver), Xid (GPU errors), module messages.
-NVIDIA_LINE = re.compile(r"NVRM|\bXid\b|nvidia", re.IGNORECASE)
 MAX_KERNEL_LINES = 2000   # the most recent ones are kept
-MAX_LINE_CHARS = 1000
 # pip and conda settings that explain "could not find a version" / proxy failures; URLs are redacted.
 PACKAGE_ENV = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_CONFIG_FILE",
                "PIP_NO_INDEX", "PIP_REQUIRE_VIRTUALENV", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_INDEX",
@@ -113,7 +112,7 @@ def kernel_lines(text: str) -> Tuple[List[str], int]:
 
 def kernel_report(results: Mapping[str, runner.CommandResult]) -> str:
     """kernel/nvidia-messages.txt: each source's NVIDIA lines, or why it could not be read."""
-    out = ["# NVIDIA kernel messages (lines with NVRM, Xid or nvidia) recorded by gpudoctor bundle"]
+    out = ["# NVIDIA kernel messages (NVRM, Xid/SXid, the nvidia modules' own lines) recorded by gpudoctor bundle"]
     for key in ("dmesg", "journalctl"):
         res = results.get(key)
         if res is None:
