@@ -187,7 +187,8 @@ def _unavailable_fix(f: Facts, tb, row: Optional[dict], cause: str):
     fit = torch_ways(f, tb, None).build
     alt = (dict(alternative=f"install torch {fit.pin}+{fit.variant.name} (CUDA {fit.variant.cuda})",
                 alternative_command=fit.install_command(python(f))) if fit else
-           dict(alternative="(no torch build in gpudoctor's table fits)", alternative_command="# none known"))
+           dict(alternative="install a torch build for an older CUDA (none in gpudoctor's table fits this machine)",
+                alternative_command="# none known: see https://pytorch.org/get-started/previous-versions/"))
     return recipe("driver_too_old", f, min_driver=need, framework=f"torch {tb.version}", **alt)
 
 

@@ -27,13 +27,13 @@ def driver_fix(f: Facts, tb, need: str):
     """TRC002: the driver is older than torch's CUDA needs."""
     ways = torch_ways(f, tb, need)
     alt, cmd = (_build(ways.build, f) if ways.build else
-                ("(no torch build in gpudoctor's table fits this driver, these GPUs and this Python)",
+                ("a torch build for an older CUDA (none in gpudoctor's table fits this driver, these GPUs and this Python)",
                  "# none known: see https://pytorch.org/get-started/previous-versions/"))
     if ways.driver_blocked:
         return recipe("framework_build_for_driver", f, min_driver=need, framework=f"torch {tb.version}",
                       blocked=ways.driver_blocked, alternative=alt, alternative_command=cmd)
     return recipe("driver_too_old", f, min_driver=need, framework=f"torch {tb.version}",
-                  alternative=f"install {alt}, which runs on it" if ways.build else alt, alternative_command=cmd)
+                  alternative=f"install {alt}" + (", which runs on it" if ways.build else ""), alternative_command=cmd)
 
 
 def arch_fix(f: Facts, tb, gpu):

@@ -347,6 +347,17 @@ def test_torch_unavailable_because_the_driver_is_old_offers_the_driver_or_a_buil
                                 "--index-url https://download.pytorch.org/whl/cu118")
 
 
+def test_torch_unavailable_with_no_build_that_runs_says_so_in_the_sentence_of_the_fix():
+    from dataclasses import replace
+
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    kepler = _Override(f, gpus=[replace(g, compute_cap="3.0") for g in f["gpus"]])  # no build has kernels for it
+    fix = torch_build._unavailable_fix(kepler, f["torch_build"], {"recipe": "driver_too_old"}, "unused")
+    assert fix.summary.endswith("Either upgrade the driver to 525.60.13 or newer, or install a torch build for an older "
+                                "CUDA (none in gpudoctor's table fits this machine).")
+    assert fix.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+
+
 def test_torch_unavailable_for_another_cause_prints_that_causes_recipe():
     f = _scenario_facts("fw-torch-cu121-old-driver-515")
     fix = torch_build._unavailable_fix(f, f["torch_build"], None, "the UVM module is stuck")
@@ -414,12 +425,13 @@ def test_trc002_fix_says_when_no_build_fits_this_python():
     blocked = torch_fixes.driver_fix(py314, f["torch_build"], "580.65.06")
     assert blocked.kb_id == "framework_build_for_driver"
     assert blocked.commands[0] == "# none known: see https://pytorch.org/get-started/previous-versions/"
-    assert "(no torch build in gpudoctor's table fits this driver, these GPUs and this Python)" in blocked.summary
+    assert blocked.summary.endswith("Install a torch build for an older CUDA (none in gpudoctor's table fits this "
+                                    "driver, these GPUs and this Python) instead.")
     turing = _Override(f, torch=py314["torch"], gpus=[replace(g, compute_cap="7.5") for g in f["gpus"]])
     old = torch_fixes.driver_fix(turing, f["torch_build"], "580.65.06")
     assert old.kb_id == "driver_too_old"
-    assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or (no torch build in gpudoctor's "
-                                "table fits this driver, these GPUs and this Python).")
+    assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or install a torch build for an "
+                                "older CUDA (none in gpudoctor's table fits this driver, these GPUs and this Python).")
     assert old.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
 
 
