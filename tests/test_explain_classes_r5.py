@@ -96,6 +96,21 @@ LIBRARY = [
      "drivers. Please\nNVRM:  visit http://www.nvidia.com/object/unix.html for more\nNVRM:  information.  The 535.54.03 "
      "NVIDIA driver will ignore\nNVRM:  this GPU.  Continuing probe...", "nvrm_gpu_not_supported", "driver_not_loaded",
      "This driver does not run this GPU: it needs the NVIDIA 470.xx legacy driver"),
+    # aten/src/ATen/cuda/CUDAContext.cpp: a GPU index beyond what the process sees
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < "
+     "num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch.",
+     "torch_device_index_assert", "cuda_visible_devices",
+     "PyTorch was asked for a GPU index beyond the GPUs it sees (device < num_gpus failed)"),
+    # tensorflow/core/common_runtime/gpu/gpu_device.cc, capitalised
+    ("Invalid device ordinal value (1). Valid range is [0, 0].", "invalid_device_ordinal", "cuda_visible_devices",
+     "The program asks for a GPU index that CUDA does not have (invalid device ordinal)"),
+    # jax/_src/xla_bridge.py on a CPU-only jaxlib
+    ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+     "Platforms present are: cpu", "library_built_without_cuda", "torch_cpu_build",
+     "This library is a CPU-only build: it was compiled without CUDA"),
+    # yolov5 utils/torch_utils.py select_device: torch.cuda.is_available() in other words
+    ("AssertionError: CUDA unavailable, invalid device 0 requested", "torch_cuda_not_available", "torch_cpu_build",
+     "PyTorch cannot use CUDA here: torch.cuda.is_available() is False"),
 ]
 
 
