@@ -56,6 +56,14 @@ REAL = [
      "System Processor (GSP).\nkernel: NVRM: The NVIDIA probe routine failed for 1 device(s).",
      "nvrm_gpu_not_supported", "driver_not_loaded",
      "The open NVIDIA kernel module does not run this GPU: it has no GSP (a GPU older than Turing)"),
+    # round2 tfmemgrowth-keras-10634-dnn: TensorFlow's CudnnRNN failing (before round 5: no answer)
+    ("TypeError: Fail to find the dnn implementation.", "tf_no_algorithm_worked", "tf_memory_growth",
+     "TensorFlow found no cuDNN kernel that runs (Fail to find the dnn implementation)"),
+    # round2 fabric_manager_missing-gpu-operator-2511: nvidia-smi -q's Fabric section (before round 5: no answer)
+    ("    Fabric\n        State                                          : In Progress\n        Status              "
+     "                           : N/A\n        CliqueId                                       : N/A",
+     "smi_fabric_state_in_progress", "fabric_manager_missing",
+     "nvidia-smi -q shows the GPU's fabric registration still in progress: the fabric manager has not finished with it"),
     # round2 cuda_visible_devices-tf-faster-rcnn-38 (before round 5: the module not loaded first)
     ("When executing the command\n\n`CUDA_VISIBLE_DEVICES=$0 ./tools/demo.py `\n\nI get greeted with \"no CUDA-capable "
      "device is detected\"", "cuinit_no_device", "cuda_visible_devices", "CUDA finds no GPU: CUDA_VISIBLE_DEVICES hides them"),
@@ -90,7 +98,7 @@ LIBRARY = [
     ("tensorflow.python.framework.errors_impl.UnimplementedError: DNN library is not found.", "tf_dnn_library_not_found",
      "cudnn_mismatch_or_missing", "TensorFlow found no usable cuDNN (DNN library is not found)"),
     ("tensorflow.python.framework.errors_impl.NotFoundError: No algorithm worked!", "tf_no_algorithm_worked",
-     "tf_memory_growth", "TensorFlow found no cuDNN algorithm that runs (No algorithm worked!)"),
+     "tf_memory_growth", "TensorFlow found no cuDNN kernel that runs (No algorithm worked!)"),
     # NVIDIA's kernel module on a GPU only a legacy branch runs
     ("NVRM: The NVIDIA GeForce GT 730 GPU installed in this system is\nNVRM:  supported through the NVIDIA 470.xx Legacy "
      "drivers. Please\nNVRM:  visit http://www.nvidia.com/object/unix.html for more\nNVRM:  information.  The 535.54.03 "
