@@ -112,6 +112,16 @@ LIBRARY = [
     # tensorflow/core/common_runtime/gpu/gpu_device.cc, capitalised
     ("Invalid device ordinal value (1). Valid range is [0, 0].", "invalid_device_ordinal", "cuda_visible_devices",
      "The program asks for a GPU index that CUDA does not have (invalid device ordinal)"),
+    # cuBLAS's status for a GEMM the architecture lacks; bitsandbytes' int8 check; ptxas' target check
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx( handle, opa, opb, m, n, k, "
+     "&falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, CUDA_R_32F, "
+     "CUBLAS_GEMM_DFALT_TENSOR_OP)`", "gpu_feature_needs_newer_arch", "arch_unsupported",
+     "The program uses a GPU feature this GPU's architecture does not have (CUBLAS_STATUS_ARCH_MISMATCH)"),
+    ("Your GPU does not support Int8 Matmul!", "gpu_feature_needs_newer_arch", "arch_unsupported",
+     "The program uses a GPU feature this GPU's architecture does not have"),
+    ("ptxas /tmp/x.ptx, line 1; error   : Feature '.bf16' requires .target sm_80 or higher",
+     "gpu_feature_needs_newer_arch", "arch_unsupported",
+     "The program uses a GPU feature that needs sm_80, newer than this GPU"),
     # jax/_src/xla_bridge.py on a CPU-only jaxlib
     ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
      "Platforms present are: cpu", "library_built_without_cuda", "torch_cpu_build",
