@@ -64,6 +64,11 @@ REAL = [
      "                           : N/A\n        CliqueId                                       : N/A",
      "smi_fabric_state_in_progress", "fabric_manager_missing",
      "nvidia-smi -q shows the GPU's fabric registration still in progress: the fabric manager has not finished with it"),
+    # round2 extbuild-flashattn-950-cow: the line wrapped after "undefined" (before round 5: no answer)
+    ("flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: _ZN3c104impl3cow11cow_deleterEPv",
+     "extension_undefined_symbol", "extension_build_mismatch",
+     "The compiled extension flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so does not match the installed libraries "
+     "(undefined symbol _ZN3c104impl3cow11cow_deleterEPv)"),
     # round2 cuda_visible_devices-tf-faster-rcnn-38 (before round 5: the module not loaded first)
     ("When executing the command\n\n`CUDA_VISIBLE_DEVICES=$0 ./tools/demo.py `\n\nI get greeted with \"no CUDA-capable "
      "device is detected\"", "cuinit_no_device", "cuda_visible_devices", "CUDA finds no GPU: CUDA_VISIBLE_DEVICES hides them"),
