@@ -94,6 +94,9 @@ LIBRARY = [
     ("numba.cuda.cudadrv.error.NvvmSupportError: libNVVM cannot be found. Do `conda install cudatoolkit`:\nlibrary nvvm "
      "not found", "numba_cuda_toolkit_missing", "extension_build_mismatch",
      "Numba cannot find the CUDA toolkit's libNVVM it compiles kernels with"),
+    # llama.cpp's model loader (src/llama-model.cpp) when the GPU has no room for the weights
+    ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", "ggml_cuda_malloc_failed", "oom",
+     "llama.cpp ran out of GPU memory"),
     # the dynamic loader when the driver's libcuda is absent
     ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", "libcuda_so1_missing",
      "driver_not_loaded", "The driver's CUDA library libcuda.so.1 is not there: no NVIDIA driver is installed or visible here"),
@@ -168,6 +171,18 @@ def test_xla_registering_a_factory_twice_is_a_harmless_note():
                      "Attempting to register factory for plugin cuDNN when one has already been registered")
     assert r.diagnoses == []
     assert [n.kind for n in r.notes] == ["harmless"]
+
+
+def test_a_harmless_line_does_not_hide_the_words_of_the_others_nor_speak_itself():
+    nccl = "NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v6 symbol."
+    alone = explain_text(nccl)
+    assert (alone.diagnoses, [n.kind for n in alone.notes]) == ([], ["harmless"])
+    r = explain_text(nccl + "\nncclUnhandledCudaError: Call to CUDA function failed.")
+    assert [(d.id, d.family, d.lines) for d in r.diagnoses] == [("vocabulary", "nccl_errors", [2])]
+    assert [n.id for n in r.notes] == ["nccl_net_plugin_info"]
+    # a note that says what the text is (a program bug) still stands alone
+    bug = explain_text("RuntimeError: CUDA error: device-side assert triggered\nlibcudart.so.12 cuDNN driver")
+    assert bug.diagnoses == [] and [n.kind for n in bug.notes] == ["program_bug"]
 
 
 def test_an_unformatted_exception_tuple_is_read_formatted_and_other_tuples_stay():
