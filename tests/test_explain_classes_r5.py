@@ -69,6 +69,10 @@ REAL = [
      "extension_undefined_symbol", "extension_build_mismatch",
      "The compiled extension flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so does not match the installed libraries "
      "(undefined symbol _ZN3c104impl3cow11cow_deleterEPv)"),
+    # round4-a extension_build_mismatch-cryosparc-71: no nvcc for PyCUDA (before round 5: the vocabulary, arch first)
+    ("ExecError: error invoking 'nvcc --preprocess -arch sm_61 -I/home/user/cryosparc/anaconda2/lib/python2.7/"
+     "site-packages/pycuda/cuda /tmp/tmpyzi0zK.cu --compiler-options -P': [Errno 2] No such file or directory",
+     "nvcc_not_found", "extension_build_mismatch", "The build needs the CUDA compiler nvcc, and there is none where it looks"),
     # round2 cuda_visible_devices-tf-faster-rcnn-38 (before round 5: the module not loaded first)
     ("When executing the command\n\n`CUDA_VISIBLE_DEVICES=$0 ./tools/demo.py `\n\nI get greeted with \"no CUDA-capable "
      "device is detected\"", "cuinit_no_device", "cuda_visible_devices", "CUDA finds no GPU: CUDA_VISIBLE_DEVICES hides them"),
@@ -97,6 +101,11 @@ LIBRARY = [
     # llama.cpp's model loader (src/llama-model.cpp) when the GPU has no room for the weights
     ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", "ggml_cuda_malloc_failed", "oom",
      "llama.cpp ran out of GPU memory"),
+    # a shell or Python without nvcc (the CUDA toolkit's bin/ not on PATH)
+    ("/bin/sh: 1: nvcc: not found", "nvcc_not_found", "extension_build_mismatch",
+     "The build needs the CUDA compiler nvcc, and there is none where it looks"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'", "nvcc_not_found",
+     "extension_build_mismatch", "The build needs the CUDA compiler nvcc, and there is none where it looks"),
     # the dynamic loader when the driver's libcuda is absent
     ("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory", "libcuda_so1_missing",
      "driver_not_loaded", "The driver's CUDA library libcuda.so.1 is not there: no NVIDIA driver is installed or visible here"),
