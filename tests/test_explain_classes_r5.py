@@ -143,6 +143,13 @@ LIBRARY = [
     ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
      "Platforms present are: cpu", "library_built_without_cuda", "torch_cpu_build",
      "This library is a CPU-only build: it was compiled without CUDA"),
+    # tensorflow/core/common_runtime/gpu/gpu_device.cc on a GPU newer than the build
+    ("TensorFlow was not built with CUDA kernel binaries compatible with compute capability 8.6. CUDA kernels will be "
+     "jit-compiled from PTX, which could take 30 minutes or longer.", "tf_no_kernels_for_capability", "arch_unsupported",
+     "This TensorFlow has no kernels built for compute capability 8.6: it compiles them from PTX at start-up"),
+    # JAX listing only its CPU device
+    ("jax.devices() returns [CpuDevice(id=0)]", "library_built_without_cuda", "torch_cpu_build",
+     "This library is a CPU-only build: it was compiled without CUDA"),
     # yolov5 utils/torch_utils.py select_device: torch.cuda.is_available() in other words
     ("AssertionError: CUDA unavailable, invalid device 0 requested", "torch_cuda_not_available", "torch_cpu_build",
      "PyTorch cannot use CUDA here: torch.cuda.is_available() is False"),
