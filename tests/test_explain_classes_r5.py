@@ -87,10 +87,7 @@ LIBRARY = [
     ("ValueError: libcublas.so.*[0-9] not found in the system path ['/home/user', '/usr/lib/python310.zip']",
      "import_cuda_runtime_missing", "extension_build_mismatch",
      "A package needs the CUDA library libcublas.so, which is not installed"),
-    # jaxlib/cuda/versions_helpers.cc and jax_plugins/cuda/__init__.py
-    ("RuntimeError: jaxlib/cuda/versions_helpers.cc:113: operation cusparseGetProperty(MAJOR_VERSION, &major) failed: "
-     "The cuSPARSE library was not found.", "jax_cuda_library_missing", "extension_build_mismatch",
-     "JAX cannot load the CUDA libraries its jaxlib needs"),
+    # jax_plugins/cuda/__init__.py (jax/_src/xla_bridge.py before)
     ("Unable to load cuSPARSE. Is it installed?", "jax_cuda_library_missing", "extension_build_mismatch",
      "JAX cannot load cuSPARSE: the CUDA libraries its jaxlib needs are not installed"),
     ("Unable to load cuDNN. Is it installed?", "jax_cudnn_version", "cudnn_mismatch_or_missing", None),
