@@ -83,6 +83,10 @@ LIBRARY = [
     ("RuntimeError: Failed to load shared library '/venv/lib/python3.10/site-packages/llama_cpp/lib/libllama.so': "
      "libcudart.so.12: cannot open shared object file: No such file or directory", "import_cuda_runtime_missing",
      "extension_build_mismatch", "A package needs the CUDA 12 library libcudart.so.12, which is not installed"),
+    # torch/__init__.py loading its DLLs on Windows
+    ("OSError: [WinError 126] The specified module could not be found. Error loading \"C:\\venv\\lib\\site-packages"
+     "\\torch\\lib\\cublas64_11.dll\" or one of its dependencies.", "import_cuda_runtime_missing",
+     "extension_build_mismatch", "A package needs the CUDA 11 library cublas64_11.dll, which is not installed"),
     # torch/__init__.py _preload_cuda_deps (torch 2.0)
     ("ValueError: libcublas.so.*[0-9] not found in the system path ['/home/user', '/usr/lib/python310.zip']",
      "import_cuda_runtime_missing", "extension_build_mismatch",
