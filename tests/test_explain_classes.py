@@ -40,7 +40,8 @@ CASES = [
     ("RuntimeError: CUDA error: Error 802: system not yet initialized", "fabric_manager_missing"),
     # no device at all: the module not loaded was the most frequent placeless cause in the real threads (round 2)
     ("Detected 0 CUDA devices: No CUDA devices found, falling back", "driver_not_loaded"),
-    ("CUDA_VISIBLE_DEVICES=-1\nDetected 0 CUDA devices: No CUDA devices found, falling back", "driver_not_loaded"),
+    # ... unless the text sets CUDA_VISIBLE_DEVICES (round 5: -1 or an index that does not exist hides every GPU)
+    ("CUDA_VISIBLE_DEVICES=-1\nDetected 0 CUDA devices: No CUDA devices found, falling back", "cuda_visible_devices"),
     # driver-state lines from other tools
     ("$ nvidia-settings\nERROR: NVIDIA driver is not loaded", "driver_not_loaded"),
     ("$ dkms status\nError! Could not locate dkms.conf file.\nFile: /var/lib/dkms/nvidia/535.54.03/source/dkms.conf "

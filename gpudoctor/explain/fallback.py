@@ -28,6 +28,9 @@ NOT_ENV = "not_env_problem"
 SCORE = 30                 # a Diagnosis score: "low" confidence (medium when the machine decides)
 MIN_SHARE = 0.3            # the best family needs at least this score (a third of one word fully for it)
 MAX_CANDIDATES = 5
+# A family of one framework (TensorFlow's) counts a quarter when the text names another framework and not
+# that one: libcublas in a PyTorch or JAX traceback is no TensorFlow problem, whatever the counts say.
+OTHER_FRAMEWORK = 0.25
 
 
 def _declared(fid: str) -> Tuple[Tuple[str, ...], float, str]:
@@ -59,6 +62,12 @@ def rank(feats: Iterable[str], counts: Optional[Mapping] = None) -> List[Tuple[s
     for fid in feats:
         for family, share in contributions(fid, counts).items():
             scores[family] += share
+    tells = vocabulary.tell_apart()
+    for family in scores:
+        tell = tells.get(family)
+        if tell is not None and tell.framework and tell.framework not in feats and \
+                any(f in feats for f in vocabulary.frameworks() if f != tell.framework):
+            scores[family] *= OTHER_FRAMEWORK
     return sorted(scores.items(), key=lambda kv: (-kv[1], _family_rank(kv[0]), kv[0]))
 
 

@@ -28,6 +28,17 @@ _DLLS = (
     (re.compile(r"\bnvcuda\.dll\b", re.IGNORECASE), "libcuda.so.1"),
     (re.compile(r"\bnvml\.dll\b", re.IGNORECASE), "libnvidia-ml.so.1"),
 )
+# An exception raised as Exception(MESSAGE, a, b) with a %-template: Python prints the tuple.
+_ARGS_TUPLE = re.compile(r"\('((?:[^'\\\n]|\\.)*?%[sd](?:[^'\\\n]|\\.)*?)'((?:, '[^'\n]*'){1,4})\)")
+_ARG = re.compile(r"'([^'\n]*)'")
+
+
+def _format_args(m: "re.Match[str]") -> str:
+    args = _ARG.findall(m.group(2))
+    parts = re.split(r"%[sd]", m.group(1))
+    if len(parts) != len(args) + 1:      # not a template of these arguments: leave it as printed
+        return m.group(0)
+    return "".join(p + a for p, a in zip(parts, args)) + parts[-1]
 
 
 def normalize(text: str) -> str:
@@ -36,6 +47,7 @@ def normalize(text: str) -> str:
     text = _ANSI.sub("", text).translate(_TYPOGRAPHY)
     text = _WRAP.sub(" ", text)          # before the prefixes go: "[rank1]: ..." is a line of its own
     text = _RANK.sub("", text)
+    text = _ARGS_TUPLE.sub(_format_args, text)
     for pattern, repl in _DLLS:
         text = pattern.sub(repl, text)
     return text

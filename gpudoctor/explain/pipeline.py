@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, Iterable, List, Optional
+from typing import Any, BinaryIO, Dict, Iterable, List, Optional, Tuple
 
 from gpudoctor.explain import catalog as _catalog
 from gpudoctor.explain import fallback
@@ -84,12 +84,21 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
         warnings.extend(source.notes)
     diagnoser = Diagnoser(catalog, ctx, facts)
     diagnoses, notes = diagnoser.run(_merge_hits(hits))
-    if vocabulary and not diagnoses and not notes:      # a note already says what it is (a bug, a CPU-only run)
+    # a note already says what the text is (a bug, a CPU-only run); a harmless line (TensorFlow's start-up noise)
+    # says only what it is not, so the words of the other lines are still read
+    if vocabulary and not diagnoses and all(n.kind == "harmless" for n in notes):
         # the flags the user or the machine gave; those read from the text are its own words already
         given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
-        found = fallback.read(texts, given, diagnoser.machine, facts)
+        found = fallback.read(_without_lines(texts, notes, catalog), given, diagnoser.machine, facts)
         diagnoses = [found] if found is not None else []
     return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _without_lines(texts: List[Tuple[str, str]], notes: List[Note], catalog) -> List[Tuple[str, str]]:
+    """The texts with the lines the (harmless) notes matched blanked: their words are no complaint."""
+    patterns = [p for sig in catalog.signatures if sig.id in {n.id for n in notes} for p in sig.patterns]
+    return [(name, "\n".join("" if any(p.search(line) for p in patterns) else line for line in text.split("\n")))
+            for name, text in texts]
 
 
 def _note_stop(entry: Dict[str, Any], warnings: List[str], stopped_at: Optional[int], limit: Optional[float]) -> None:

@@ -24,6 +24,7 @@ class Term:
     what: str                # the term in words: "the CUDA driver library (libcuda.so, nvcuda.dll on Windows)"
     source: str
     with_: Optional[str] = None   # another term (or --context flag) it counts only together with
+    framework: bool = False       # the term names a framework (PyTorch, TensorFlow, JAX)
 
     @property
     def weight(self) -> float:
@@ -54,6 +55,7 @@ class TellApart:
     shows: str
     only_in: Optional[str]
     check: Optional[str] = None
+    framework: Optional[str] = None   # the term of the one framework this family is about (tensorflow)
 
 
 def squash(text: str) -> str:
@@ -63,7 +65,8 @@ def squash(text: str) -> str:
 @lru_cache(maxsize=None)
 def terms() -> Tuple[Term, ...]:
     return tuple(Term(r["id"], re.compile(r["pattern"], re.IGNORECASE), r["weight"], tuple(r["families"]),
-                      r["what"], r["source"], r.get("with")) for r in load("error_vocabulary")["terms"])
+                      r["what"], r["source"], r.get("with"),
+                      bool(r.get("framework"))) for r in load("error_vocabulary")["terms"])
 
 
 @lru_cache(maxsize=None)
@@ -84,8 +87,16 @@ def codes_by_number() -> Dict[int, Tuple[Code, ...]]:
 
 @lru_cache(maxsize=None)
 def tell_apart() -> Dict[str, TellApart]:
-    return {r["family"]: TellApart(r["family"], r["recipe"], r["command"], r["shows"], r.get("only_in"))
+    return {r["family"]: TellApart(r["family"], r["recipe"], r["command"], r["shows"], r.get("only_in"),
+                                   framework=r.get("framework"))
             for r in load("error_vocabulary")["tell_apart"]}
+
+
+@lru_cache(maxsize=None)
+def frameworks() -> Tuple[str, ...]:
+    """The terms that name a framework (torch, tensorflow, jax): a family of one of them is unlikely when the
+    text names another one and not it."""
+    return tuple(t.id for t in terms() if t.framework)
 
 
 def counts() -> Mapping[str, Mapping[str, int]]:
