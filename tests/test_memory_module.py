@@ -38,6 +38,27 @@ def test_frozen_parameters_are_not_trained():
 
 
 @needs_torch
+def test_building_skips_the_init_functions_that_would_import_dynamo():
+    s = spec("tiny_model:build_noting_dynamo")
+    assert s.source == "torch module tiny_model:build_noting_dynamo (NoDynamo)" and s.params == 83_562
+
+
+def test_the_init_functions_are_no_ops_while_building_and_restored_after():
+    from types import SimpleNamespace
+
+    from gpudoctor.memory import torch_module_child as child
+
+    filled = []
+    init = SimpleNamespace(normal_=lambda t, *a, **k: filled.append(t), kaiming_uniform_=lambda t, a=0: filled.append(t))
+    original = init.normal_
+    with child._no_init(init):
+        assert init.normal_("w", 0.0, std=0.02) == "w" and init.kaiming_uniform_("v", a=5) == "v"
+    assert filled == [] and init.normal_ is original
+    init.normal_("x")
+    assert filled == ["x"]
+
+
+@needs_torch
 def test_a_40_gb_module_costs_no_memory_and_little_time():
     start = time.monotonic()
     s = spec("tiny_model:build_huge")

@@ -6,11 +6,18 @@ parameters have shapes and dtypes but no storage, so even a 70B model costs no m
 Standard library and torch only; gpudoctor itself is not importable there.
 """
 
+import contextlib
 import importlib
 import json
 import sys
 
 MARKER = "GPUDOCTOR-MODULE-JSON:"
+# torch.nn.init's functions, which fill a parameter in place and return it. On the meta device there is
+# nothing to fill, yet torch runs them through its Python reference ops, whose first call imports
+# torch._dynamo (about 2 s of CPU): skipped while the model is built, as transformers' no_init_weights does.
+INIT_FUNCTIONS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                  "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+                  "sparse_")
 
 
 def _emit(payload):
@@ -24,11 +31,24 @@ def _build(target):
     obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
-    with torch.device("meta"):
+    with torch.device("meta"), _no_init(torch.nn.init):
         model = obj() if callable(obj) and not isinstance(obj, torch.nn.Module) else obj
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"{target} returned {type(model).__name__}, not a torch.nn.Module")
     return torch, model
+
+
+@contextlib.contextmanager
+def _no_init(init):
+    """torch.nn.init's fill functions as no-ops (each returns its tensor untouched), restored after."""
+    saved = {name: getattr(init, name) for name in INIT_FUNCTIONS if hasattr(init, name)}
+    for name in saved:
+        setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(init, name, fn)
 
 
 def _describe(torch, model):

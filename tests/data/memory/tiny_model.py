@@ -39,3 +39,12 @@ def broken():
 
 
 MODULE = TinyNet        # a class is a callable too
+
+
+def build_noting_dynamo():
+    """TinyNet, in a class whose name says whether building it imported torch._dynamo (2 s of CPU)."""
+    import sys
+
+    TinyNet()
+    name = "DynamoImported" if "torch._dynamo" in sys.modules else "NoDynamo"
+    return type(name, (TinyNet,), {})()
