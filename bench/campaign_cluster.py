@@ -357,9 +357,11 @@ def garbage_smi(work: Path, rng: random.Random, n: int, checks: int) -> List[Att
         if i < n:  # parse-smi reads any format: a real -L or CSV is fine there
             out.append(Attack("garbage-smi", f"parse-smi: {label}", ["parse-smi", str(stub_dir / "out.txt")],
                               frozenset({2}), garbage=True))
-        if i < checks:
-            out.append(Attack("garbage-smi", f"check: {label}", ["check", "--only", "DRV001", "--no-frameworks"],
-                              frozenset({1}), env, garbage=True))
+        if i < checks:  # DRV001 "cannot read" is a check that could not tell: exit 0 by the exit-code table, 1 with
+            # --strict, as for every could-not-tell; a garbage output read as a working driver would still exit 0
+            out.append(Attack("garbage-smi", f"check: {label}",
+                              ["check", "--only", "DRV001", "--no-frameworks", "--strict"], frozenset({1}), env,
+                              garbage=True))
     return out
 
 
