@@ -145,7 +145,7 @@ def test_the_fast_path_agrees_with_the_full_decoder_on_edited_reports(base, pret
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.integers(0, 2), other=st.integers(0, 2), pretty=st.booleans(), where=st.floats(0, 1),
-       how=st.sampled_from(["cut", "glued", "glued-into", "line", "twice", "dupe"]))
+       how=st.sampled_from(["cut", "glued", "glued-into", "line", "twice", "dupe", "spaced"]))
 def test_the_fast_path_agrees_with_the_full_decoder_on_damaged_bytes(base, other, pretty, where, how, monkeypatch):
     raw, next_one = dump(report(base), pretty), dump(report(other), pretty)
     at = int(where * (len(raw) - 1))
@@ -156,6 +156,8 @@ def test_the_fast_path_agrees_with_the_full_decoder_on_damaged_bytes(base, other
         "line": raw[:at] + b"\nsrun: error: gpu01: task 0: Exited\n" + raw[at:],
         "twice": raw + raw,
         # a second top-level "findings" after machine: a decoder keeps the last one
+        # a problem status written with blanks around its colon (valid JSON, not gpudoctor's layout)
+        "spaced": raw.replace(b'"status":"ok"', b'"status" : "fail"', 1).replace(b'"status": "ok"', b'"status" :"warn"', 1),
         "dupe": raw.replace(b'"summary":', b'"findings":[{"check_id":"X","status":"fail","title":"t"}],"summary":'),
     }[how]
     with_fast, full = both(damaged, monkeypatch)

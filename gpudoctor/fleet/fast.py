@@ -27,10 +27,7 @@ _MAX_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 0)()
 _STRIDE = max(1, _MAX_DIGITS // 2 - 1)
 _DIGIT = re.compile(rb"[0-9]")
 _RUN = re.compile(rb"[0-9]*")
-# A finding with a problem status holds one of these strings; without any of them (the usual
-# healthy node) the findings need no decoding. A false alarm only costs the decoding.
-_PROBLEM_WORDS = (b'"fail"', b'"warn"', b'"error"')
-_ESCAPE = b"\\"  # "f\u0061il" is "fail" to a decoder: a region with escapes is decoded
+_ESCAPE = b"\\"  # "st\u0061tus" is "status" to a decoder: a region with escapes is decoded
 
 
 class _Layout(NamedTuple):
@@ -38,11 +35,13 @@ class _Layout(NamedTuple):
     findings: bytes   # the top-level key before its value, as this layout writes it
     machine: bytes
     version: bytes    # the key between findings and machine (sorted keys)
+    quiet: tuple      # what follows "status" in a finding that is no problem
 
 
-_COMPACT = _Layout(b'{"checks":', b',"findings":', b',"machine":', b',"gpudoctor_version":')
+_COMPACT = _Layout(b'{"checks":', b',"findings":', b',"machine":', b',"gpudoctor_version":', (b':"ok"', b':"skip"'))
 # indent=2: a top-level key is the only one at two blanks after a newline (strings hold no newline)
-_PRETTY = _Layout(b'{\n  "checks": ', b',\n  "findings": ', b',\n  "machine": ', b',\n  "gpudoctor_version": ')
+_PRETTY = _Layout(b'{\n  "checks": ', b',\n  "findings": ', b',\n  "machine": ', b',\n  "gpudoctor_version": ',
+                  (b': "ok"', b': "skip"'))
 
 
 def fast(raw: bytes) -> Optional[Dict]:
@@ -100,7 +99,7 @@ def _long_number(raw: bytes) -> bool:
 
 
 def _findings(raw: bytes, layout: _Layout, findings_at: int, machine_at: int, summary: Dict) -> Optional[list]:
-    """The findings a summary needs: [] when none has a problem status (not decoded), else
+    """The findings a summary needs: [] when each one is "ok" or "skip" (not decoded), else
     all of them. Left undecoded, they must be what the summary counts: as many objects with
     a ``check_id`` as its statuses add up to (a list of anything else is damage, for the
     full decoder to name), and the list must end right before ``gpudoctor_version``, whose
@@ -115,8 +114,11 @@ def _findings(raw: bytes, layout: _Layout, findings_at: int, machine_at: int, su
     counted = sum(n for status, n in summary.items() if status != "diagnoses")  # report/2 counts those too
     if raw.count(b'"check_id"', start, version_at) != counted:
         return None
-    if raw.find(_ESCAPE, start, version_at) < 0 and not any(
-            raw.find(word, start, version_at) >= 0 for word in _PROBLEM_WORDS):
+    # Without escapes, every "status" key is the bytes "status"; when each one found is an
+    # "ok" or "skip" (the usual healthy node), no finding is a problem and none needs decoding.
+    # Anything else there, a status with blanks around its colon included, is decoded.
+    if raw.find(_ESCAPE, start, version_at) < 0 and all(
+            after.startswith(layout.quiet) for after in raw[start:version_at].split(b'"status"')[1:]):
         return []
     text = raw[start:version_at].decode("utf-8", "replace")
     try:
