@@ -110,7 +110,7 @@ def _open(path: str, job: Job):
         if not _real_stdin():  # replaced in-process (a test runner, an embedding program): read what it holds
             return contextlib.nullcontext(sys.stdin.buffer)
         return os.fdopen(os.dup(0), "rb")  # the pipe itself, read by this process only
-    return open(path, "rb")
+    return open(path, "rb", buffering=0)  # reads are 1 MiB or a whole file: a buffer would only copy
 
 
 def _real_stdin() -> bool:

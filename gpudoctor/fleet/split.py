@@ -41,14 +41,16 @@ class _Blocks:
         if self.eof:
             return False
         # doubling: a long document is read in O(n); the first read as large as the file
-        want, self.first = max(self.first or BLOCK, len(self.buf) - self.pos), 0
+        whole, self.first = self.first, 0
+        want = max(whole or BLOCK, len(self.buf) - self.pos)
         chunk = self.stream.read(want if self.left is None else min(want, self.left))
         if not chunk:
             self.eof = True
             return False
+        self.eof = bool(whole) and len(chunk) < want  # a small file read whole: nothing more to ask for
         if self.left is not None:
             self.left -= len(chunk)
-            self.eof = self.left <= 0
+            self.eof = self.eof or self.left <= 0
         if b"\0" in chunk:
             chunk, self.nul, self.eof = chunk[:chunk.index(b"\0")], True, True
         self.line_at(self.pos)  # what is dropped is counted first
