@@ -107,6 +107,9 @@ def _edit(doc, how, rnd):
         doc[key] = value
     elif how == "title":
         rnd.choice(findings)["title"] = "".join(rnd.choice('aé"\\\n\t東{}[],:') for _ in range(12))
+    elif how == "zeroed":  # damage the summary does not count: a decoder names it
+        doc["findings"] = rnd.choice([[1, 2], [{"status": "ok"}, 5], {}, [[]]])
+        doc["summary"] = {key: 0 for key in doc["summary"]}
     elif how == "gpus":
         doc["machine"]["gpus"] = "eight"
     elif how == "extra":  # keys another writer adds, after summary and between the ones read
@@ -114,7 +117,7 @@ def _edit(doc, how, rnd):
         doc["gpudoctor_version"] = 'v"1'
 
 
-EDITS = ["none", "status", "summary", "escape", "nested", "types", "title", "gpus", "extra", "huge"]
+EDITS = ["none", "status", "summary", "escape", "nested", "types", "zeroed", "title", "gpus", "extra", "huge"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
