@@ -1,7 +1,7 @@
 """Time `gpudoctor fleet` over 100,000 realistic node reports with 1,000 corrupt lines
 (target: under 5 s and under 500 MB, every corrupt stretch counted and named, no node lost).
 
-    python bench/fleet_bench.py [--nodes N] [--corrupt N] [--keep DIR] [--compare REV]
+    python bench/fleet_bench.py [--nodes N] [--corrupt N] [--keep DIR] [--compare REV] [--floor]
 
 The reports are real `gpudoctor check` reports of the recorded core scenarios (an 8x H100
 server, an A100 in MIG mode, a workstation whose driver is not loaded) plus a hung
@@ -15,7 +15,8 @@ without its newline so that the next node's report continues on the same line.
 Method (the one behind the issue's figure of 360 s and 3.5 GB for 100,000 reports with 1,000
 corrupt lines): a fresh `gpudoctor fleet --json` process per input, wall time end to end,
 peak memory as the largest single process (getrusage of the children) and as the whole
-process tree (parent plus workers, sampled every 20 ms). `--compare REV` runs the fleet code
+process tree (parent plus workers, sampled every 20 ms), CPU seconds of the process and its
+workers, and the load average when it started (the VM is shared: wall time alone misleads). `--compare REV` runs the fleet code
 of a git revision (e.g. the commit before the streaming reader) the same way, side by side.
 Exit 1 if a target is missed or the summary is wrong.
 """
@@ -128,9 +129,10 @@ def write(reports, kinds, damaged, out: Path):
 
 
 _MEASURE = r"""
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
 import psutil
 argv, stdin_path, timeout = json.loads(sys.argv[1])
+load = os.getloadavg()[0]  # the machine is shared: a figure means little without it
 start = time.perf_counter()
 with open(stdin_path or "/dev/null", "rb") as stdin:
     proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -151,8 +153,10 @@ with open(stdin_path or "/dev/null", "rb") as stdin:
         time.sleep(0.02)
     proc.wait(); reader.join()
 elapsed = time.perf_counter() - start
-largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-print(json.dumps({"s": elapsed, "largest": largest, "tree": max(tree_peak, largest), "rc": proc.returncode,
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the fleet process and its workers, all waited for
+largest = usage.ru_maxrss * 1024
+print(json.dumps({"s": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "load": load,
+                  "largest": largest, "tree": max(tree_peak, largest), "rc": proc.returncode,
                   "timed_out": timed_out, "out": out["o"].decode(), "err": out["e"].decode()[-2000:]}))
 """
 
@@ -197,11 +201,45 @@ def _old_tree(rev: str) -> str:
     return folder
 
 
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count()
+
+
 def _row(label, seconds, r):
     if r.get("timed_out"):
         return f"  {label:<44} over {seconds:.0f} s (stopped)"
-    return (f"  {label:<44} {seconds:7.2f} s   largest process {r['largest'] / 2**20:6.0f} MiB   "
-            f"process tree {r['tree'] / 2**20:6.0f} MiB")
+    return (f"  {label:<34} {seconds:6.2f} s wall  {r['cpu']:6.2f} s CPU (load {r['load']:4.1f})  "
+            f"largest process {r['largest'] / 2**20:4.0f} MiB  process tree {r['tree'] / 2**20:4.0f} MiB")
+
+
+def floor(jsonl: Path, per_node: Path):
+    """CPU seconds of the work no reader can skip, measured here: reading the stream in 1 MiB
+    blocks, one substring scan over all of it (what finding one key in every report costs),
+    and opening and reading every per-node file."""
+    def cpu(fn):
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    def read(scan):
+        with open(jsonl, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                if scan:
+                    block.find(b'"not-there"')
+
+    def files():
+        for entry in os.scandir(per_node):
+            with open(entry.path, "rb") as fh:
+                fh.read()
+    t_read = cpu(lambda: read(False))
+    t_scan = cpu(lambda: read(True)) - t_read
+    size = jsonl.stat().st_size / 1e9
+    return (f"floor here (one process): reading the stream {t_read:.2f} s CPU ({size / max(t_read, 1e-9):.1f} GB/s), "
+            f"one substring scan over it {t_scan:.2f} s ({size / max(t_scan, 1e-9):.1f} GB/s), "
+            f"opening and reading the files {cpu(files):.2f} s")
 
 
 def main():
@@ -211,6 +249,7 @@ def main():
     ap.add_argument("--keep", help="write the reports here and keep them (and reuse them on the next run)")
     ap.add_argument("--compare", metavar="REV", help="also run the fleet code of this git revision")
     ap.add_argument("--compare-timeout", type=float, default=900)
+    ap.add_argument("--floor", action="store_true", help="also measure the reading and scanning no reader can skip")
     args = ap.parse_args()
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gpudoctor-fleet-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -235,6 +274,12 @@ def main():
             old = _old_tree(args.compare)
             t_old, r_old, _ = run_fleet(["-"], jsonl, pythonpath=old, timeout=args.compare_timeout)
             print(_row(f"{args.compare[:12]}: - < all.jsonl", t_old, r_old))
+            t_old, r_old, _ = run_fleet([str(per_node)], pythonpath=old, timeout=args.compare_timeout)
+            print(_row(f"{args.compare[:12]}: DIR", t_old, r_old))
+        print(f"  CPU per report: {r_lines['cpu'] / len(kinds) * 1e6:.0f} us from the stream, "
+              f"{r_dir['cpu'] / len(kinds) * 1e6:.0f} us from files; {_cores()} cores")
+        if args.floor:
+            print("  " + floor(jsonl, per_node))
         print(f"summary: {s_lines['nodes']} nodes, status {s_lines['status']}, {len(s_lines['problems'])} problem "
               f"groups, {len(s_lines['outliers'])} outliers, {s_lines.get('unreadable_count')} unreadable")
         checks = verify(s_lines, kinds, damaged) + [

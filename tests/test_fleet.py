@@ -282,7 +282,7 @@ def test_worker_processes_give_the_same_summary_and_line_numbers(tmp_path, monke
     one = fleet_jobs.read_all(sources)
     monkeypatch.setattr(fleet_jobs, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(fleet_jobs, "MIN_JOB_BYTES", 16 << 10)
-    monkeypatch.setattr(fleet_jobs.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(fleet_jobs, "cores", lambda: 3)
     jobs = fleet_jobs.balance(fleet_jobs.plan(sources, False), 3)
     assert sum(1 for j in jobs if j.stop is not None) > 3  # the big file really was cut into ranges
     many = fleet_jobs.read_all(sources)

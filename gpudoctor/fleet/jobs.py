@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from gpudoctor.fleet.read import Tally, input_files, read_stream
+from gpudoctor.fleet.split import BLOCK
 
 PARALLEL_BYTES = 32 << 20
 MIN_JOB_BYTES = 1 << 20
@@ -75,6 +76,9 @@ def _stat(path: str) -> os.stat_result:
 
 
 def run_job(job: Job) -> Part:
+    """One job's nodes (as plain tuples: a worker sends them back pickled, and a NamedTuple
+    costs a Python call each to pickle), unreadable stretches and, for a byte range that
+    another one continues, its number of lines."""
     tally, lines = Tally(), 0
     for path, name in job.files:
         try:
@@ -82,10 +86,23 @@ def run_job(job: Job) -> Part:
                 if job.start:
                     fh.seek(job.start)
                 stop = None if job.stop is None else job.stop - job.start
-                lines = read_stream(fh, name, tally, stop)
+                split = read_stream(fh, name, tally, stop, _first_read(fh, job))
+                lines = split.lines() if job.stop is not None else 0
         except OSError as exc:
             return Part([], [], 0, 0, f"{name}: cannot read ({exc.strerror or exc})")
-    return Part(tally.order, tally.bad, tally.bad_count, lines)
+    return Part([tuple(node) for node in tally.order], tally.bad, tally.bad_count, lines)
+
+
+def _first_read(fh, job: Job) -> Optional[int]:
+    """A whole small file in one read of its size (a fresh 1 MiB buffer per file costs more
+    than reading it); None for a range, a pipe or a large file."""
+    if job.stop is not None or job.pipe:
+        return None
+    try:
+        size = os.fstat(fh.fileno()).st_size
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+        return None
+    return size + 1 if 0 < size < BLOCK else None
 
 
 def _open(path: str, job: Job):
@@ -93,7 +110,7 @@ def _open(path: str, job: Job):
         if not _real_stdin():  # replaced in-process (a test runner, an embedding program): read what it holds
             return contextlib.nullcontext(sys.stdin.buffer)
         return os.fdopen(os.dup(0), "rb")  # the pipe itself, read by this process only
-    return open(path, "rb")
+    return open(path, "rb", buffering=0)  # reads are 1 MiB or a whole file: a buffer would only copy
 
 
 def _real_stdin() -> bool:
@@ -191,7 +208,16 @@ def workers_for(jobs: List[Job]) -> int:
     total = sum(job.size for job in jobs if not job.pipe)
     if total < PARALLEL_BYTES:
         return 1
-    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+    return max(1, min(cores(), MAX_WORKERS))
+
+
+def cores() -> int:
+    """The cores this process may run on (a Slurm job or a container is often given fewer
+    than the machine has: os.cpu_count() would start workers that only wait for a turn)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def run_all(jobs: List[Job], workers: int) -> List[Part]:

@@ -15,11 +15,11 @@ import json
 import os
 import re
 from collections import Counter
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from gpudoctor.fleet.fast import fast
 from gpudoctor.fleet.node import Damaged, Node, node_from_report
-from gpudoctor.fleet.split import split
+from gpudoctor.fleet.split import Split
 
 MAX_NAMED = 1000  # unreadable stretches named one by one in the summary; all of them are counted
 
@@ -47,10 +47,11 @@ class Tally:
         self.nodes[node.host] = node
         self.order.append(node)
 
-    def merge(self, nodes: List[Node], bad: List[Dict], bad_count: int, line_offset: int = 0) -> None:
-        """Add another reader's results (read after everything here)."""
+    def merge(self, nodes: List[tuple], bad: List[Dict], bad_count: int, line_offset: int = 0) -> None:
+        """Add another reader's results (read after everything here; nodes as plain tuples)."""
+        make = Node._make
         for node in nodes:
-            self.node(node)
+            self.node(make(node))
         for entry in bad[:max(0, MAX_NAMED - len(self.bad))]:
             self.bad.append({**entry, "line": entry["line"] + line_offset})
         self.bad_count += bad_count
@@ -83,38 +84,42 @@ def _values(text: str) -> Iterator[Tuple[object, Optional[str]]]:
         i = _WS.match(text, i).end()
 
 
-def read_doc(raw: bytes, line: int, source: str, tally: Tally) -> None:
+def read_doc(raw: bytes, where: Callable[[], int], source: str, tally: Tally) -> None:
+    """The report(s) in one document; ``where()`` is its line number, asked for only to name
+    a stretch."""
     doc = fast(raw)
     pairs = [(doc, None)] if doc is not None else _values(raw.decode("utf-8", "replace"))
     for value, why in pairs:
         if why is not None:
-            tally.unreadable(source, line, why)
+            tally.unreadable(source, where(), why)
             continue
         try:
             node = node_from_report(value, source)
         except Damaged as exc:
-            tally.unreadable(source, line, f"a damaged gpudoctor report ({exc})")
+            tally.unreadable(source, where(), f"a damaged gpudoctor report ({exc})")
             continue
         if node is None:
-            tally.unreadable(source, line, "not a gpudoctor report")
+            tally.unreadable(source, where(), "not a gpudoctor report")
         else:
             tally.node(node)
 
 
-def read_stream(stream: BinaryIO, source: str, tally: Tally, stop: Optional[int] = None) -> int:
-    """Read every document of ``stream`` into ``tally``; returns how many lines were read."""
-    lines: List[int] = []
-    for kind, item, line in split(stream, stop, lines):
+def read_stream(stream: BinaryIO, source: str, tally: Tally, stop: Optional[int] = None,
+                first: Optional[int] = None) -> Split:
+    """Read every document of ``stream`` into ``tally``; returns the Split (``lines()`` counts
+    the newlines read). ``first``: the size of the first read (a small file's size)."""
+    split = Split(stream, stop, first)
+    for kind, item, at in split:
         if kind == "doc":
-            read_doc(item, line, source, tally)
+            read_doc(item, lambda: split.line_of(at), source, tally)
         else:
-            tally.unreadable(source, line, item)
-    return lines[0]
+            tally.unreadable(source, split.line_of(at), item)
+    return split
 
 
 def values(stream: BinaryIO) -> Iterator[object]:
     """Every JSON value, ``None`` for each unreadable stretch (``fleet.documents``)."""
-    for kind, item, _ in split(stream):
+    for kind, item, _ in Split(stream):
         yield from (v for v, _ in _values(item.decode("utf-8", "replace"))) if kind == "doc" else [None]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter, defaultdict
+from operator import attrgetter
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from gpudoctor.fleet.node import PROBLEM_STATUSES, Damaged, Node, node_from_report  # noqa: F401 (the API)
@@ -86,26 +87,29 @@ def _outliers(nodes: List[Node]) -> List[Dict]:
     out = []
     for model, group in peers.items():
         for attr in ATTRIBUTES:
-            counts = Counter(n.attribute(attr) for n in group)
+            get = attrgetter(attr)  # C-level access: this runs for every node and attribute
+            counts = Counter(map(get, group))
             value, count = counts.most_common(1)[0]
             if count * 2 <= len(group) or count == len(group):
                 continue
             for n in group:
-                if n.attribute(attr) != value:
-                    out.append({"host": n.host, "attribute": attr, "value": n.attribute(attr), "majority": value,
+                if get(n) != value:
+                    out.append({"host": n.host, "attribute": attr, "value": get(n), "majority": value,
                                 "majority_count": count, "peers": len(group), "model": model})
     return sorted(out, key=lambda o: (ATTRIBUTES.index(o["attribute"]), str(o["value"]), o["host"]))
 
 
 def _spread(nodes: List[Node], attr: str) -> Dict[str, int]:
-    counts = Counter("none" if n.attribute(attr) is None else str(n.attribute(attr)) for n in nodes)
+    counts: Counter = Counter()
+    for value, count in Counter(map(attrgetter(attr), nodes)).items():  # values first seen first
+        counts["none" if value is None else str(value)] += count
     return dict(counts.most_common())
 
 
 def summarise(nodes: Dict[str, Node], unreadable: List[Dict], duplicates: Counter,
               unreadable_count: Optional[int] = None) -> Dict:
     """The fleet summary as plain data (the --json output, schema gpudoctor.fleet/2)."""
-    ordered = sorted(nodes.values(), key=lambda n: n.host)
+    ordered = sorted(nodes.values(), key=attrgetter("host"))
     status = Counter(n.status for n in ordered)
     return {
         "schema": SCHEMA,
