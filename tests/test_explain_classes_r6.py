@@ -33,3 +33,45 @@ def test_cuda_unknown_error_outside_a_container_stays_a_suspend_resume_first():
     assert (d[0].family, d[0].recipe) == ("suspend_resume_uvm", "suspend_resume_uvm")
     cands = [c.family for c in d[0].differential.candidates]
     assert cands[-1] == "cuda_init_error_other"      # needs a container, nothing says this is one
+
+
+FFMPEG_REAL = [
+    # round5-a no_device_in_container-VSGAN-tensorrt-docker-42 (before round 6: the vocabulary, driver too old)
+    ("[hevc_nvenc @ 0x55ca461fa380] Cannot load libnvidia-encode.so.1  \n[hevc_nvenc @ 0x55ca461fa380] The minimum "
+     "required Nvidia driver for nvenc is (unknown) or newer", "libnvidia-encode.so.1"),
+    # round5-a no_device_in_container-jellyfin-7036 (before round 6: the vocabulary, WSL)
+    ("Cannot load libcuda.so.1\n[AVHWDeviceContext @ 0x562894e1d340] Could not dynamically load CUDA\nDevice creation "
+     "failed: -1313558101.\nFailed to set value 'cuda=cu:0' for option 'init_hw_device': Unknown error occurred\nError "
+     "parsing global options: Unknown error occurred", "libcuda.so.1"),
+]
+
+
+@pytest.mark.parametrize("text,library", FFMPEG_REAL)
+def test_ffmpeg_not_loading_a_driver_library_in_a_container_is_the_container_without_the_gpu(text, library):
+    d = explain_text(text, flags=["container"]).diagnoses
+    assert [(x.id, x.family, x.recipe) for x in d] == [
+        ("ffmpeg_driver_library_not_loaded", "no_device_in_container", "no_device_in_container"),
+        ("ffmpeg_driver_library_not_loaded", "driver_not_loaded", "driver_not_loaded")]
+    assert d[0].title == (f"FFmpeg in this container cannot load the NVIDIA driver's library {library}: the container "
+                          "was started without the GPU or without the video capability")
+    assert any("--gpus all" in c for c in d[0].fix.commands)
+
+
+@pytest.mark.parametrize("text,library", [
+    # nv-codec-headers' dynlink_loader.h ("Cannot load %s") and libavutil/hwcontext_cuda.c
+    ("[h264_nvenc @ 000001] Cannot load nvEncodeAPI64.dll", "nvEncodeAPI64.dll"),
+    ("[h264_cuvid @ 0x5581] Cannot load libnvcuvid.so.1", "libnvcuvid.so.1"),
+    ("[AVHWDeviceContext @ 0x55f0] Could not dynamically load CUDA", None),
+])
+def test_ffmpeg_not_loading_a_driver_library_on_a_host_is_no_driver_not_an_old_one(text, library):
+    d = explain_text(text).diagnoses
+    assert [(x.id, x.family, x.recipe) for x in d] == [
+        ("ffmpeg_driver_library_not_loaded", "driver_not_loaded", "driver_not_loaded")]
+    named = f"library {library}" if library else "CUDA library"
+    assert d[0].title == f"FFmpeg cannot load the NVIDIA driver's {named}: no NVIDIA driver is installed or visible here"
+
+
+def test_an_nvenc_api_too_new_for_the_driver_stays_a_driver_too_old():
+    d = explain_text("[h264_nvenc @ 0x1] Driver does not support the required nvenc API version. Required: 12.1 Found: "
+                     "12.0\n[h264_nvenc @ 0x1] The minimum required Nvidia driver for nvenc is 530.41.03 or newer").diagnoses
+    assert (d[0].id, d[0].family) == ("nvenc_driver_too_old", "driver_too_old")
