@@ -75,3 +75,30 @@ def test_an_nvenc_api_too_new_for_the_driver_stays_a_driver_too_old():
     d = explain_text("[h264_nvenc @ 0x1] Driver does not support the required nvenc API version. Required: 12.1 Found: "
                      "12.0\n[h264_nvenc @ 0x1] The minimum required Nvidia driver for nvenc is 530.41.03 or newer").diagnoses
     assert (d[0].id, d[0].family) == ("nvenc_driver_too_old", "driver_too_old")
+
+
+@pytest.mark.parametrize("text,sig,family,recipe,title", [
+    # round5-a extension_build_mismatch-Deep-Live-Cam-1063: cuDNN's own loader missing cuBLAS (before round 6: the
+    # vocabulary, TensorFlow's libraries)
+    ("Whenever I try to process anything (Live/video or photos) using CUDA (GPU) I get this error \"Could not locate "
+     "cublas64_10.dll. Please make sure it is in your library path!\"", "import_cuda_runtime_missing",
+     "extension_build_mismatch", "extension_build_mismatch",
+     "A package needs the CUDA 10 library cublas64_10.dll, which is not installed"),
+    # round5-a tf_memory_growth-tensorflow-7072 (before round 6: no answer)
+    ("[Windows] failed to create cublas handle: CUBLAS_STATUS_ALLOC_FAILED", "tf_could_not_create_cublas_handle",
+     "tf_memory_growth", "tf_memory_growth",
+     "TensorFlow could not create a cuBLAS handle (CUBLAS_STATUS_ALLOC_FAILED): the GPU memory was already taken"),
+])
+def test_a_library_missing_or_memory_taken_in_other_words(text, sig, family, recipe, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family, d[0].recipe, d[0].title) == (sig, family, recipe, title)
+
+
+def test_cudnn_locating_its_own_sub_library_stays_a_cudnn_problem():
+    d = explain_text("Could not locate cudnn_ops64_9.dll. Please make sure it is in your library path!").diagnoses
+    assert (d[0].id, d[0].family) == ("cudnn_library_missing", "cudnn_mismatch_or_missing")
+
+
+def test_cublas_not_initialized_stays_the_memory_signature_it_was():
+    d = explain_text("failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED").diagnoses
+    assert (d[0].id, d[0].family) == ("cublas_not_initialized", "oom")
