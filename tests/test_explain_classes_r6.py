@@ -102,3 +102,13 @@ def test_cudnn_locating_its_own_sub_library_stays_a_cudnn_problem():
 def test_cublas_not_initialized_stays_the_memory_signature_it_was():
     d = explain_text("failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED").diagnoses
     assert (d[0].id, d[0].family) == ("cublas_not_initialized", "oom")
+
+
+def test_the_vocabulary_lifts_the_family_of_the_framework_the_text_names():
+    from gpudoctor.explain.fallback import rank
+    alone = dict(rank(["cuda_math_libs"]))
+    named = dict(rank(["cuda_math_libs", "tensorflow"]))
+    assert alone["extension_build_mismatch"] > alone["tf_no_gpu_libs"]
+    assert named["tf_no_gpu_libs"] > named["extension_build_mismatch"]
+    d = explain_text("tensorflow: cublas64_12.dll missing").diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", "tf_no_gpu_libs")
