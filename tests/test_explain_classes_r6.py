@@ -112,3 +112,26 @@ def test_the_vocabulary_lifts_the_family_of_the_framework_the_text_names():
     assert named["tf_no_gpu_libs"] > named["extension_build_mismatch"]
     d = explain_text("tensorflow: cublas64_12.dll missing").diagnoses
     assert (d[0].id, d[0].family) == ("vocabulary", "tf_no_gpu_libs")
+
+
+@pytest.mark.parametrize("text", [
+    # round5-a torch_cpu_build-facefusion-48: facefusion/roop offer only the providers ONNX Runtime has (before
+    # round 6: cuDNN, from the words after it)
+    ("command with _python run.py --execution-providers cuda_\nreturns\nrun.py: error: argument --execution-providers: "
+     "invalid choice: 'cuda' (choose from 'cpu')\ninstalled cuda toolkit 12.2 and cuDNN for cuda 12.x, don't know if "
+     "it's compatible"),
+    # onnxruntime.get_available_providers() of the CPU package (onnxruntime's Python API summary)
+    ">>> onnxruntime.get_available_providers()\n['AzureExecutionProvider', 'CPUExecutionProvider']",
+])
+def test_onnxruntime_offering_only_the_cpu_provider_is_its_cpu_package(text):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family, d[0].recipe) == ("onnxruntime_cpu_package", "torch_cpu_build", "framework_cpu_build")
+    assert any("pip install onnxruntime-gpu" in c for c in d[0].fix.commands)
+
+
+@pytest.mark.parametrize("text", [
+    "['CUDAExecutionProvider', 'CPUExecutionProvider']",
+    "error: argument --execution-provider: invalid choice: 'cuda' (choose from 'cpu', 'cuda', 'tensorrt')",
+])
+def test_a_provider_list_with_cuda_is_no_cpu_package_claim(text):
+    assert "onnxruntime_cpu_package" not in [d.id for d in explain_text(text).diagnoses]
