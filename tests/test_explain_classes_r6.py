@@ -121,7 +121,7 @@ def test_the_vocabulary_lifts_the_family_of_the_framework_the_text_names():
      "invalid choice: 'cuda' (choose from 'cpu')\ninstalled cuda toolkit 12.2 and cuDNN for cuda 12.x, don't know if "
      "it's compatible"),
     # onnxruntime.get_available_providers() of the CPU package (onnxruntime's Python API summary)
-    ">>> onnxruntime.get_available_providers()\n['AzureExecutionProvider', 'CPUExecutionProvider']",
+    "onnxruntime.get_available_providers() returns ['AzureExecutionProvider', 'CPUExecutionProvider']",
 ])
 def test_onnxruntime_offering_only_the_cpu_provider_is_its_cpu_package(text):
     d = explain_text(text).diagnoses
@@ -135,3 +135,13 @@ def test_onnxruntime_offering_only_the_cpu_provider_is_its_cpu_package(text):
 ])
 def test_a_provider_list_with_cuda_is_no_cpu_package_claim(text):
     assert "onnxruntime_cpu_package" not in [d.id for d in explain_text(text).diagnoses]
+
+
+def test_the_providers_onnxruntime_fell_back_to_are_no_cpu_package_claim():
+    # eval memoavatar/memo#13: insightface's 'Applied providers' after cuDNN 9 failed to load
+    text = ("[E:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_CUDA] FAIL : Failed to load library "
+            "libonnxruntime_providers_cuda.so with error: libcudnn_adv.so.9: cannot open shared object file: No such "
+            "file or directory\n\nApplied providers: ['CPUExecutionProvider'], with options: {'CPUExecutionProvider': {}}")
+    d = explain_text(text).diagnoses
+    assert d[0].family == "cudnn_mismatch_or_missing"
+    assert "onnxruntime_cpu_package" not in [x.id for x in d]
