@@ -145,3 +145,22 @@ def test_the_providers_onnxruntime_fell_back_to_are_no_cpu_package_claim():
     d = explain_text(text).diagnoses
     assert d[0].family == "cudnn_mismatch_or_missing"
     assert "onnxruntime_cpu_package" not in [x.id for x in d]
+
+
+@pytest.mark.parametrize("text,option", [
+    # round5-a no_device_in_container-sygil-webui-490: docker-compose 1.17's schema (before round 6: no answer)
+    ("The Compose file './docker-compose.yaml' is invalid because:\nservices.stable-diffusion.deploy.resources."
+     "reservations value Additional properties are not allowed ('devices' was unexpected)", "'devices'"),
+    # the Docker CLI before 19.03 (Docker's 19.03 release notes add --gpus)
+    ("unknown flag: --gpus\nSee 'docker run --help'.", "--gpus"),
+    # docker-compose with a 3.x file holding the 2.3 format's runtime key
+    ("ERROR: The Compose file './docker-compose.yml' is invalid because:\nUnsupported config option for "
+     "services.app: 'runtime'", "'runtime'"),
+])
+def test_a_docker_too_old_for_gpus_is_named_with_its_update(text, option):
+    d = explain_text(text).diagnoses
+    assert [(x.id, x.family, x.recipe) for x in d] == [
+        ("docker_too_old_for_gpus", "no_device_in_container", "docker_gpu_support_too_old")]
+    assert d[0].title == ("This Docker or Docker Compose is too old to give a container GPUs: it does not know the "
+                          f"GPU option ({option})")
+    assert d[0].fix.commands[1].startswith("docker compose version")
