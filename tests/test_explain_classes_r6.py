@@ -164,3 +164,22 @@ def test_a_docker_too_old_for_gpus_is_named_with_its_update(text, option):
     assert d[0].title == ("This Docker or Docker Compose is too old to give a container GPUs: it does not know the "
                           f"GPU option ({option})")
     assert d[0].fix.commands[1].startswith("docker compose version")
+
+
+@pytest.mark.parametrize("text", [
+    # round5-a extension_build_mismatch-colmap-1941: ninja's line for a CUDA object (before round 6: no answer)
+    ("ninja [2/191] Building CUDA object lib/SiftGPU/CMakeFiles/sift_gpu.dir/ProgramCU.cu.o FAILED: lib/SiftGPU/"
+     "CMakeFiles/sift_gpu.dir/ProgramCU.cu.o"),
+    # make's and CMake FindCUDA's words for the same failure
+    "make[2]: *** [src/CMakeFiles/kern.dir/kern.cu.o] Error 1",
+    "CMake Error at Propagation_generated_Propagation.cu.o.cmake:220 (message):",
+])
+def test_a_cuda_object_failing_to_build_is_the_extension_build(text):
+    d = explain_text(text).diagnoses
+    assert [(x.id, x.family, x.recipe, x.title) for x in d] == [
+        ("extension_build_failed_words", "extension_build_mismatch", "extension_build_mismatch",
+         "Building the package's C++/CUDA extension failed")]
+
+
+def test_a_failed_object_that_is_not_cuda_is_no_claim():
+    assert explain_text("FAILED: src/CMakeFiles/app.dir/main.cpp.o\nninja: build stopped: subcommand failed.").diagnoses == []
