@@ -183,3 +183,27 @@ def test_a_cuda_object_failing_to_build_is_the_extension_build(text):
 
 def test_a_failed_object_that_is_not_cuda_is_no_claim():
     assert explain_text("FAILED: src/CMakeFiles/app.dir/main.cpp.o\nninja: build stopped: subcommand failed.").diagnoses == []
+
+
+WSL1 = ("modprobe: ERROR: ../libkmod/libkmod.c:556 kmod_search_moddep() could not open moddep file "
+        "'/lib/modules/3.4.0+/modules.dep.bin'\nmodprobe: ERROR: ../libkmod/libkmod-module.c:809 "
+        "kmod_module_insert_module() could not find module by name='nvidia_367'\nmodprobe: ERROR: could not insert "
+        "'nvidia_367': Function not implemented\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+        "driver. Make sure that the latest NVIDIA driver is installed and running.")
+
+
+@pytest.mark.parametrize("flags", [[], ["wsl"]])
+def test_modprobe_under_wsl_is_wsl_not_a_missing_linux_module(flags):
+    # round2 wsl_specific-neural-style-335: WSL 1's kernel (3.4.0+) names itself (before round 6: module first)
+    d = explain_text(WSL1, flags=flags).diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("modprobe_module_not_found", "wsl_specific"),
+                                                 ("modprobe_module_not_found", "driver_not_loaded")]
+    assert d[0].recipe == "wsl_specific"
+    assert d[0].title == "modprobe finds no NVIDIA kernel module under WSL: WSL has no Linux NVIDIA driver to load"
+
+
+def test_modprobe_on_a_plain_linux_stays_the_missing_module():
+    d = explain_text("modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.15.0-91-generic").diagnoses
+    assert [(x.id, x.family) for x in d] == [("modprobe_module_not_found", "driver_not_loaded")]
+    assert explain_text("I run Ubuntu under Windows Subsystem for Linux\n" + WSL1.splitlines()[1]).diagnoses[0].family \
+        == "wsl_specific"
