@@ -37,10 +37,10 @@ def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command
     d = explain_text(SMI).diagnoses
     assert [x.family for x in d] == ["driver_not_loaded"]
     cands = d[0].differential.candidates
-    # placed causes by their counts (round 5's: 13, 4, 1, 1, 0 of 25), then those that need a container or WSL
-    # (3 and 3 of 25, in the signature's order)
+    # placed causes by their counts (round 6's: 13, 5, 1, 1, 0 of 27), then those that need a container or WSL
+    # by theirs (4 and 3 of 27)
     assert [c.family for c in cands] == ["driver_not_loaded", "secure_boot_module_unsigned", "no_nvidia_gpu",
-                                        "xid_or_hardware", "nouveau_conflict", "no_device_in_container", "wsl_specific"]
+                                        "xid_or_hardware", "nouveau_conflict", "wsl_specific", "no_device_in_container"]
     commands = {c.family: c.tell_apart.command for c in cands}
     assert commands["secure_boot_module_unsigned"] == "mokutil --sb-state"
     assert commands["nouveau_conflict"] == "lsmod | grep nouveau"

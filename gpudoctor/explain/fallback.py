@@ -31,6 +31,9 @@ MAX_CANDIDATES = 5
 # A family of one framework (TensorFlow's) counts a quarter when the text names another framework and not
 # that one: libcublas in a PyTorch or JAX traceback is no TensorFlow problem, whatever the counts say.
 OTHER_FRAMEWORK = 0.25
+# ... and counts half as much again when the text names that framework: a CUDA library missing in a TensorFlow
+# log is TensorFlow's library, though most texts naming that library alone came from other packages.
+OWN_FRAMEWORK = 1.5
 
 
 def _declared(fid: str) -> Tuple[Tuple[str, ...], float, str]:
@@ -65,8 +68,11 @@ def rank(feats: Iterable[str], counts: Optional[Mapping] = None) -> List[Tuple[s
     tells = vocabulary.tell_apart()
     for family in scores:
         tell = tells.get(family)
-        if tell is not None and tell.framework and tell.framework not in feats and \
-                any(f in feats for f in vocabulary.frameworks() if f != tell.framework):
+        if tell is None or not tell.framework:
+            continue
+        if tell.framework in feats:
+            scores[family] *= OWN_FRAMEWORK
+        elif any(f in feats for f in vocabulary.frameworks() if f != tell.framework):
             scores[family] *= OTHER_FRAMEWORK
     return sorted(scores.items(), key=lambda kv: (-kv[1], _family_rank(kv[0]), kv[0]))
 
