@@ -96,15 +96,18 @@ def kill_tree(root: int, mark: str, rounds: int = 3) -> int:
     processes were found. Call it before ``root`` is reaped, so its pid cannot be reused."""
     _kill(root, group=True)
     found: Set[int] = set()
-    for _ in range(rounds):  # one may fork between the scan and the kill
-        pids = [p for p in descendants(root, mark) if p not in found]
-        if not pids:
-            break
-        for pid in pids:
-            _kill(pid, group=_leads_group(pid))
-            _kill(pid, group=False)
-        found.update(pids)
-    _wait_gone(found, 1.0)
+    for _ in range(2):  # after the wait, once more: a process killed while it forked may have left a child
+        for _ in range(rounds):  # one may fork between the scan and the kill
+            pids = [p for p in descendants(root, mark) if p not in found]
+            if not pids:
+                break
+            for pid in pids:
+                _kill(pid, group=_leads_group(pid))
+                _kill(pid, group=False)
+            found.update(pids)
+        # A killed process may take a while to go on a loaded machine (one blocked in a write); the wait
+        # ends as soon as all are gone, so it costs milliseconds when nothing is slow.
+        _wait_gone(found, 3.0)
     return len(found)
 
 
