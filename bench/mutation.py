@@ -58,7 +58,8 @@ TARGETS = {
                      "gpudoctor_checks/nouveau.py", "gpudoctor_checks/visible_devices.py"]),
     "memory": (["gpudoctor/memory/allocator.py", "gpudoctor/memory/fit.py", "gpudoctor/memory/activations.py",
                 "gpudoctor/memory/plan.py", "gpudoctor/memory/units.py", "gpudoctor/memory/states.py"],
-               ["tests/test_memory_fit.py", "tests/test_memory_plan.py", "tests/test_memory_counts.py",
+               ["tests/test_memory_fit.py", "tests/test_memory_plan.py", "tests/test_memory_plan_edges.py",
+                "tests/test_memory_allocator.py", "tests/test_memory_units.py", "tests/test_memory_counts.py",
                 "tests/test_memory_read.py",
                 # imports torch in a child for 25 s; it pins read.py's parser, not these modules
                 "--deselect", "tests/test_memory_read.py::test_parser_follows_the_installed_torch_formatter"]),
