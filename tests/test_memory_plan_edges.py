@@ -176,3 +176,29 @@ def test_the_largest_batch_is_floored_and_never_negative():
     assert v.available_bytes == 4 * GIB - 512 * 2 ** 20 and v.max_batch == 1
     exact = fit.judge(plan, sized_target(int(2e9) + GIB, 1), kb.ContextEstimate(0, "t", "t"))
     assert exact.fits and exact.headroom_bytes == 0
+
+
+def test_activation_formulas_grow_with_the_batch():
+    t = spec("gpt2").transformer
+    one, four = activations.training(t, 128, 1, 2, False), activations.training(t, 128, 4, 2, False)
+    assert four.bytes == 4 * one.bytes
+    assert activations.training(t, 128, 4, 2, True).bytes == 4 * activations.training(t, 128, 1, 2, True).bytes
+    assert activations.inference(t, 128, 4, 2).bytes == 4 * activations.inference(t, 128, 1, 2).bytes
+    assert activations.kv_cache(t, 128, 4, 2).bytes == 4 * activations.kv_cache(t, 128, 1, 2).bytes == 4 * 4718592
+
+
+def test_a_lora_without_a_shape_says_where_to_get_one():
+    with pytest.raises(ValueError) as e:
+        make_plan(ModelSpec(1000, "x"), Settings(train=True, lora_rank=8))
+    assert str(e.value) == ("--lora needs the model's shape (a config.json, a transformers module, "
+                            "or --layers/--hidden/--heads/--vocab)")
+
+
+def test_memory_in_use_by_other_processes_is_not_available():
+    plan = make_plan(ModelSpec(1000, "x"), Settings(activation_bytes_per_sample=1))
+    target = sized_target(4 * GIB, 1)
+    from dataclasses import replace
+
+    busy = fit.judge(plan, replace(target, used_bytes=GIB), kb.ContextEstimate(0, "t", "t"))
+    assert busy.available_bytes == 3 * GIB
+    assert fit.largest_batch(plan, 4000 + 10) == 10            # one byte per sample still counts
