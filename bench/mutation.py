@@ -68,9 +68,16 @@ TARGETS = {
                                       "tests/test_facts_typed.py", "tests/test_scenarios.py"]),
     "knowledge": (["gpudoctor/knowledge/*"], ["tests/test_knowledge_archs.py", "tests/test_knowledge_cuda.py",
                                               "tests/test_knowledge_cudnn.py", "tests/test_knowledge_data.py",
+                                              "tests/test_knowledge_edges.py",
                                               "tests/test_knowledge_framework_runtime.py",
                                               "tests/test_knowledge_gpus.py", "tests/test_knowledge_tensorflow.py",
-                                              "tests/test_knowledge_torch.py", "tests/test_scenarios.py"]),
+                                              "tests/test_knowledge_torch.py", "tests/test_scenarios.py",
+                                              # the judging code that reads the tables, and the tables' own users
+                                              "tests/test_checks_system.py", "tests/test_framework_checks.py",
+                                              "tests/test_memory_fit.py", "tests/test_memory_plan.py",
+                                              "tests/test_memory_plan_edges.py", "tests/test_node_health.py",
+                                              "tests/test_node_health_dcgm.py", "tests/test_kernel_log.py",
+                                              "tests/test_explain_smi_table.py", "tests/test_explain_fallback.py"]),
 }
 # mutmut's own codes (mutmut/stats.py status_by_exit_code)
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 34: "skipped",

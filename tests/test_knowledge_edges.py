@@ -1,0 +1,64 @@
+"""The knowledge layer's readers at their edges: what each one says about input that is not a version, and which
+row's fields it hands back (the tables' contents are pinned by the other test_knowledge_* files)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.knowledge import archs, cuda, cudnn
+from gpudoctor.knowledge._load import load
+from gpudoctor.knowledge.archs import Arch
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: cuda.max_cuda_for_driver("abc"), "not a valid driver version: 'abc'"),
+    (lambda: archs.toolkit_supports_cc("abc", "8.0"), "not a valid CUDA version: 'abc'"),
+    (lambda: cudnn.cudnn_pairing("abc"), "not a valid cuDNN version: 'abc'"),
+    (lambda: archs.parse_arch("foo"), "not a GPU arch: 'foo' (expected e.g. 'sm_80', 'compute_90', '8.6')"),
+    (lambda: archs.parse_arch("sm_1"), "not a GPU arch: 'sm_1'"),
+    (lambda: archs.parse_compute_cap("x"), "not a compute capability: 'x' (expected e.g. '8.6')"),
+    (lambda: archs.parse_compute_cap(("8", "6")), "not a compute capability: ('8', '6') (expected e.g. '8.6')"),
+    (lambda: archs.parse_compute_cap((8, 6, 1)), "not a compute capability: (8, 6, 1) (expected e.g. '8.6')"),
+])
+def test_values_that_are_not_versions_are_named_in_the_error(call, message):
+    with pytest.raises(ValueError) as e:
+        call()
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("text, objects", [
+    ("sm_80", [Arch("sass", (8, 0), "")]),
+    ("compute_90", [Arch("ptx", (9, 0), "")]),
+    ("sm_90a", [Arch("sass", (9, 0), "a")]),
+    (" SM_75 ", [Arch("sass", (7, 5), "")]),
+    ("8.6", [Arch("sass", (8, 6), "")]),
+    ("8.6+PTX", [Arch("sass", (8, 6), ""), Arch("ptx", (8, 6), "")]),
+])
+def test_arch_strings_as_nvcc_and_torch_write_them(text, objects):
+    assert archs.parse_arch(text) == objects
+
+
+def test_compute_capabilities_from_text_or_pairs():
+    assert archs.parse_compute_cap((8, 6)) == (8, 6)
+    assert archs.parse_compute_cap([9, 0]) == (9, 0)
+    assert archs.parse_compute_cap(" 12.0 ") == (12, 0)
+
+
+def test_a_driver_older_than_every_cuda_supports_none():
+    assert cuda.max_cuda_for_driver("300.1") is None
+    assert cuda.max_cuda_for_driver("396.26") == "9.2"
+    assert cuda.max_cuda_for_driver("470.82.01") == "11.4"
+
+
+def test_cudnn_pairing_hands_back_its_rows_fields():
+    row = next(r for r in load("cudnn_cuda")["rows"] if r["label"] == "cuDNN 8.8 and 8.9")
+    assert cudnn.cudnn_pairing("8.9.7") == cudnn.CudnnPairing("8.9.7", row["label"], row["cuda_spec"], row["note"],
+                                                              row["source"], row["verified"])
+    assert cudnn.cudnn_pairing("1.0") is None
+
+
+@pytest.mark.parametrize("cuda_version, cc, supported", [
+    ("12.8", "3.7", False), ("11.8", "3.7", True), ("12.0", "9.0", True), ("11.7", "9.0", False),
+])
+def test_toolkits_compile_for_a_window_of_architectures(cuda_version, cc, supported):
+    assert archs.toolkit_supports_cc(cuda_version, cc) is supported
