@@ -63,7 +63,8 @@ TARGETS = {
                 "tests/test_memory_read.py",
                 # imports torch in a child for 25 s; it pins read.py's parser, not these modules
                 "--deselect", "tests/test_memory_read.py::test_parser_follows_the_installed_torch_formatter"]),
-    "engine": (["gpudoctor/engine.py"], ["tests/test_runner.py", "tests/test_plugins.py", "tests/test_scenarios.py"]),
+    "engine": (["gpudoctor/engine.py"], ["tests/test_engine.py", "tests/test_runner.py", "tests/test_plugins.py",
+                                        "tests/test_scenarios.py"]),
     "facts": (["gpudoctor/facts/*"], ["tests/test_facts_core.py", "tests/test_facts_system.py",
                                       "tests/test_facts_typed.py", "tests/test_scenarios.py"]),
     "knowledge": (["gpudoctor/knowledge/*"], ["tests/test_knowledge_archs.py", "tests/test_knowledge_cuda.py",
