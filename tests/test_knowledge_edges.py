@@ -62,3 +62,25 @@ def test_cudnn_pairing_hands_back_its_rows_fields():
 ])
 def test_toolkits_compile_for_a_window_of_architectures(cuda_version, cc, supported):
     assert archs.toolkit_supports_cc(cuda_version, cc) is supported
+
+
+def test_tables_read_row_by_row_into_their_records():
+    from gpudoctor.knowledge import memory, node_health, smi_failures, xid
+
+    rows = load("smoke_test")["dtypes"]
+    assert node_health.smoke_dtypes() == tuple(node_health.SmokeDtype(r["dtype"], r["label"], r["min_cc"],
+                                                                      r["tolerance"]) for r in rows)
+    assert [d.label for d in node_health.smoke_dtypes()] == ["fp32", "fp16", "bf16"]
+    assert node_health.copy_min_fraction() == load("pcie_links")["copy"]["min_fraction"] == 0.6
+    assert xid.catalog_url() == "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+    assert smi_failures.by_id("version_mismatch").exit_codes == (18,)
+
+
+def test_fsdp_strategies_are_zero_stages():
+    from gpudoctor.knowledge import memory
+
+    assert memory.fsdp_strategies() == ["no-shard", "grad-op", "full"]
+    assert [memory.fsdp_zero_stage(s) for s in ("no-shard", "grad-op", "full")] == [0, 2, 3]
+    with pytest.raises(ValueError) as e:
+        memory.fsdp_zero_stage("hybrid")
+    assert str(e.value) == "unknown FSDP strategy 'hybrid'"
