@@ -84,3 +84,74 @@ def test_fsdp_strategies_are_zero_stages():
     with pytest.raises(ValueError) as e:
         memory.fsdp_zero_stage("hybrid")
     assert str(e.value) == "unknown FSDP strategy 'hybrid'"
+
+
+def _gpu_row(name):
+    from gpudoctor.knowledge import memory as kb
+
+    row = next(r for r in load("gpu_memory")["gpus"] if r["name"] == name)
+    return kb.GpuMemory(row["name"], row["memory_mib"], row["verified"], row["source"])
+
+
+@pytest.mark.parametrize("asked, name", [
+    ("GeForce RTX 3090", "GeForce RTX 3090"),                 # the row's own name
+    ("nvidia h100 80gb hbm3", "NVIDIA H100 80GB HBM3"),       # any case
+    ("H100 SXM", "NVIDIA H100 80GB HBM3"),                    # an alias
+    ("NVIDIA GeForce RTX 3090", "GeForce RTX 3090"),          # nvidia-smi's spelling holds the row's name
+    ("L40", "NVIDIA L40"),                                    # a shorter name that only one size fits
+])
+def test_gpu_memory_by_any_name_people_use(asked, name):
+    from gpudoctor.knowledge import memory as kb
+
+    assert kb.gpu_memory(asked) == _gpu_row(name)
+
+
+@pytest.mark.parametrize("asked, message", [
+    ("  ", "an empty GPU name"),
+    ("A100", "GPU name 'A100' is ambiguous: NVIDIA A100-SXM4-80GB (81920 MiB), NVIDIA A100-SXM4-40GB (40960 MiB)"),
+    ("Voodoo 5", "unknown GPU 'Voodoo 5': not in gpudoctor's table of GPU memory sizes (give its memory instead, "
+                 "e.g. --gpu-memory 24GiB)"),
+])
+def test_gpu_memory_says_why_it_cannot_answer(asked, message):
+    from gpudoctor.knowledge import memory as kb
+
+    with pytest.raises(ValueError) as e:
+        kb.gpu_memory(asked)
+    assert str(e.value) == message
+
+
+def test_cuda_context_defaults_say_which_loading_mode_they_stand_for():
+    from gpudoctor.knowledge import memory as kb
+
+    default = load("cuda_context")["default"]
+    assert kb.cuda_context(None, True) == kb.ContextEstimate(
+        default["lazy"]["context_mib"], "the published figure with CUDA 11.7+", default["lazy"]["source"])
+    assert kb.cuda_context(None, False) == kb.ContextEstimate(
+        default["eager"]["context_mib"], "the published figure before CUDA 11.7", default["eager"]["source"])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda kb: kb.dtype("fp64"), "unknown dtype 'fp64' (known: fp32, tf32, bf16, fp16, fp8, int8, int4)"),
+    (lambda kb: kb.optimizer("lion"), "unknown optimizer 'lion' (known: sgd, momentum, adam, adamw, adamw-8bit, "
+                                      "adafactor)"),
+    (lambda kb: kb.model_family("mamba"), "config.json model_type 'mamba' is not one gpudoctor can count (known: "
+                                          "llama, mistral, qwen2, gemma, phi3, gpt2, bert, roberta, t5, mt5); give "
+                                          "--params N instead"),
+])
+def test_memory_table_lookups_list_what_they_know(call, message):
+    from gpudoctor.knowledge import memory as kb
+
+    with pytest.raises(ValueError) as e:
+        call(kb)
+    assert str(e.value) == message
+
+
+def test_dtype_and_optimizer_rows_in_full():
+    from gpudoctor.knowledge import memory as kb
+
+    bf16 = next(r for r in load("memory")["dtypes"] if r["name"] == "bf16")
+    assert kb.dtype(" BF16 ") == kb.Dtype("bf16", 2, "8.0", bf16["note"], bf16["source"])
+    row = next(r for r in load("memory")["optimizers"] if r["name"] == "adamw")
+    assert kb.optimizer(" AdamW ") == kb.Optimizer("adamw", 2, 0.0, False, row["note"], row["source"])
+    assert kb.optimizer("adafactor").factored is True and kb.optimizer("sgd").state_copies == 0
+    assert (kb.compare_cc("8.0", "8"), kb.compare_cc("7.5", "8"), kb.compare_cc("8.6", "8.6")) == (True, False, True)
