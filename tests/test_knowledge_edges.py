@@ -155,3 +155,40 @@ def test_dtype_and_optimizer_rows_in_full():
     assert kb.optimizer(" AdamW ") == kb.Optimizer("adamw", 2, 0.0, False, row["note"], row["source"])
     assert kb.optimizer("adafactor").factored is True and kb.optimizer("sgd").state_copies == 0
     assert (kb.compare_cc("8.0", "8"), kb.compare_cc("7.5", "8"), kb.compare_cc("8.6", "8.6")) == (True, False, True)
+
+
+def test_a_truncated_name_keeps_what_nvidia_smi_printed_and_says_it_was_cut():
+    from gpudoctor.knowledge.gpus import gpu_info
+
+    info = gpu_info("  Tesla V100-SXM2...")
+    assert (info.name, info.compute_cap, info.architecture) == ("Tesla V100-SXM2...", "7.0", "Volta")
+    assert info.note == "truncated name; every product it can be has CC 7.0"
+
+
+def test_cuda_driver_api_integers():
+    assert cuda.cuda_from_driver_api_int(1000) == "1.0"
+    assert cuda.cuda_from_driver_api_int(12040) == "12.4"
+    for bad in (999, True, "11040"):
+        with pytest.raises(ValueError) as e:
+            cuda.cuda_from_driver_api_int(bad)
+        assert str(e.value) == f"not a CUDA driver API version: {bad!r}"
+
+
+def test_cudnn_cuda_ranges_in_words():
+    assert cudnn.CudnnPairing("9", "l", ">=11.0,<13.0", "", "", True).cuda_text() == "CUDA 11.0 up to 12.x"
+    assert cudnn.CudnnPairing("9", "l", ">=12.0", "", "", True).cuda_text() == "CUDA >=12.0"
+    assert cudnn.CudnnPairing("9", "l", "<13.0", "", "", True).cuda_text() == "CUDA <13.0"
+    with pytest.raises(ValueError) as e:
+        cudnn.cudnn_major_supports(9, "twelve")
+    assert str(e.value) == "not a valid CUDA version: 'twelve'"
+
+
+def test_framework_runtime_tables():
+    from gpudoctor.knowledge import framework_runtime as fr
+
+    assert fr.init_error_cause("CUDA UNKNOWN ERROR - this may be due to an incorrectly set up environment")[
+        "pattern"] == r"unknown error|Error 999\b"
+    assert fr.tf_libraries("12.5.1", "9.3.0") == [("libcudart.so.12", "nvidia-cuda-runtime-cu12"),
+                                                  ("libcudnn.so.9", "nvidia-cudnn-cu12")]
+    assert fr.tf_libraries("11.8", "8.6.0") == [("libcudart.so.11.0", "nvidia-cuda-runtime-cu11"),
+                                                ("libcudnn.so.8", "nvidia-cudnn-cu11")]
