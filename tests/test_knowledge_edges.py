@@ -192,3 +192,57 @@ def test_framework_runtime_tables():
                                                   ("libcudnn.so.9", "nvidia-cudnn-cu12")]
     assert fr.tf_libraries("11.8", "8.6.0") == [("libcudart.so.11.0", "nvidia-cuda-runtime-cu11"),
                                                 ("libcudnn.so.8", "nvidia-cudnn-cu11")]
+
+
+def _fields_match(record, row):
+    """Every field of ``record`` that the table row has under the same name carries the row's value (lists as
+    tuples, mappings as read-only views); returns those names. Torch's variants are records of their own."""
+    from collections.abc import Mapping
+    from dataclasses import fields
+
+    def plain(v):
+        return tuple(v) if isinstance(v, (list, tuple)) else dict(v) if isinstance(v, Mapping) else v
+
+    shared = [f.name for f in fields(record) if f.name in row and f.name != "variants"]
+    for name in shared:
+        assert plain(getattr(record, name)) == plain(row[name]), (record, name)
+    return shared
+
+
+def test_every_reader_carries_every_field_of_its_row():
+    from gpudoctor.knowledge import dcgm, smi_codes, tensorflow, torch
+
+    for row in load("dcgm_errors")["codes"]:
+        assert _fields_match(dcgm.code(row["code"]), row)
+        assert dcgm.code(row["code"]).explained_by == tuple(row.get("explained_by", ()))
+        assert dcgm.code(row["code"]).recipe == row.get("recipe")
+    for row in load("nvidia_smi_exit_codes")["codes"]:
+        assert len(_fields_match(smi_codes.smi_exit_code(row["code"]), row)) == 7
+    for row in load("tf_builds")["builds"]:
+        assert len(_fields_match(tensorflow.tf_build(row["version"]), row)) == 10
+    for row in load("torch_releases")["releases"]:
+        assert len(_fields_match(torch.torch_release(row["version"]), row)) >= 8
+
+
+def test_what_dcgm_did_not_say():
+    from gpudoctor.knowledge import dcgm
+
+    assert dcgm.code(10 ** 6) is None
+    assert dcgm.severity_meaning(None) == "DCGM gave no severity"
+    assert dcgm.level_timeout_s(99) == 600.0
+    assert dcgm.exit_meaning(12345) is None
+    with pytest.raises(ValueError) as e:
+        __import__("gpudoctor.knowledge.tensorflow", fromlist=["tf_build"]).tf_build("two")
+    assert str(e.value) == "not a valid TensorFlow version: 'two'"
+
+
+def test_nvidia_smi_failures_are_read_from_table_borders_and_exit_codes():
+    from gpudoctor.knowledge import smi_failures
+
+    said = smi_failures.failure_in(["+-----+", "|  Failed to initialize NVML: Driver/library version mismatch  |"])
+    assert (said.id, said.line) == ("version_mismatch", "Failed to initialize NVML: Driver/library version mismatch")
+    assert said.values == {}
+    assert smi_failures.failure_in(["x" * 380 + " Driver/library version mismatch"]) is None    # over 400: not a line
+    by_code = smi_failures.classify("", "", 18)
+    assert (by_code.id, by_code.line, by_code.values) == ("version_mismatch", "", {})
+    assert smi_failures.classify("", "", None) is None
