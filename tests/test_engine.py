@@ -46,7 +46,8 @@ def test_a_crash_is_an_error_naming_the_exception_and_keeping_the_traceback():
         raise RuntimeError("boom")
 
     (finding,) = run_one(crashes, Facts(Snapshot()))
-    assert (finding.status, finding.title) == (Status.ERROR, "crashes: the check crashed (RuntimeError: boom)")
+    assert (finding.check_id, finding.status, finding.title) == (
+        "TST013", Status.ERROR, "crashes: the check crashed (RuntimeError: boom)")
     assert finding.traceback.startswith("Traceback") and "RuntimeError: boom" in finding.traceback
 
 
@@ -60,7 +61,8 @@ def test_a_fact_that_cannot_be_computed_is_an_error_not_a_crash_of_the_run():
         raise AssertionError("must not be called")
 
     (finding,) = run_one(reads, Broken())
-    assert (finding.status, finding.title) == (Status.ERROR, "reads nvidia-smi: gpudoctor could not read the fact 'smi'")
+    assert (finding.check_id, finding.status, finding.title) == (
+        "TST014", Status.ERROR, "reads nvidia-smi: gpudoctor could not read the fact 'smi'")
     assert "OSError: unreadable" in finding.traceback
 
 
@@ -111,8 +113,8 @@ def test_info_lists_what_a_check_declares():
     (Check("T1", "short", "t", says_nothing.run), "check 'T1' (short): id must look like ABC123"),
     (Check("TST020", "needy", "t", says_nothing.run, needs=("smi", "weather", "tides")),
      "check TST020 (needy) needs unknown facts: weather, tides"),
-    (Check("TST021", "params", "t", says_nothing.run, params=("max_temp", "max_fan")),
-     "check TST021 (params) has unknown params: max_fan"),
+    (Check("TST021", "params", "t", says_nothing.run, params=("max_fan", "max_temp", "min_fan")),
+     "check TST021 (params) has unknown params: max_fan, min_fan"),
     (Check("TST022", "inert", "t", "not callable"), "check TST022 (inert): run is not callable"),
 ])
 def test_validation_says_what_is_wrong_with_which_check(chk, message):
