@@ -123,9 +123,10 @@ def run_checks(snapshot: Snapshot, checks: Sequence[Check], only: Optional[Seque
 
 
 def select(checks: Sequence[Check], only: Optional[Sequence[str]]) -> List[Check]:
-    """Checks whose id, name or id prefix (``DRV``) is in ``only``; all when ``only`` is empty."""
+    """Checks whose id, name or id family (``DRV``) is in ``only``; all when ``only`` is empty. A family is
+    the id's letters: ``TF`` selects TF001-TF003, not the TFM family that starts with the same letters."""
     if not only:
         return list(checks)
     wanted = [o.strip() for o in only if o.strip()]
     return [c for c in checks if any(c.id == w.upper() or c.name == w or
-                                     (w.isalpha() and c.id.startswith(w.upper())) for w in wanted)]
+                                     (w.isalpha() and c.id.rstrip("0123456789") == w.upper()) for w in wanted)]

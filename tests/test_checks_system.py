@@ -436,3 +436,97 @@ def test_couldnt_communicate_is_explained_by_the_machine(extra, title, kb):
     f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": _COULDNT, **extra.get("commands", {})}, **rest))
     assert (f.status, f.title, f.fix.kb_id) == (Status.FAIL, title, kb)
     assert f.evidence[0].source == "command:nvidia_smi_xml"
+
+
+# --- DRV001: each way nvidia-smi fails, with the fix for this distribution ----------------------
+
+UBUNTU = {"/etc/os-release": 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n'}
+COULDNT = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+NOT_LOADED_UBUNTU = ("sudo modprobe nvidia && nvidia-smi", "sudo dmesg | grep -iE 'nvidia|nvrm' | tail -20", "dkms status",
+                     "sudo apt install --reinstall linux-headers-$(uname -r) && sudo dkms autoinstall", "sudo reboot")
+
+
+def test_drv001_unknown_failure_loads_the_module_the_distribution_way():
+    f = one(driver.driver_answers, snap(files=UBUNTU, commands={"nvidia_smi_xml": ran(["nvidia-smi"], "something new\n", 42)}))
+    assert (f.status, f.title) == (Status.FAIL, "nvidia-smi failed")
+    assert [(e.source, e.excerpt) for e in f.evidence] == [("command:nvidia_smi_xml", "`nvidia-smi` exited 42: something new")]
+    assert f.fix.kb_id == "driver_not_loaded" and f.fix.commands == NOT_LOADED_UBUNTU
+
+
+def test_drv001_reads_nvidia_smis_words_on_stderr_too():
+    s = snap(files=UBUNTU, commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], "", 12,
+                                                           "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.\n")})
+    f = one(driver.driver_answers, s)
+    assert f.title == "nvidia-smi cannot find the NVML library (libnvidia-ml.so)" and f.symptom_of == ()
+    assert f.fix.commands == ("ldconfig -p | grep libnvidia-ml    # libnvidia-ml.so.1 must be listed",
+                              "sudo apt install --reinstall libnvidia-compute-<driver_branch>    # Ubuntu's package "
+                              "holding libnvidia-ml", "sudo ldconfig && nvidia-smi")
+
+
+@pytest.mark.parametrize("rc, title, kb", [
+    (8, "nvidia-smi exited 8: a GPU's external power cables are not properly attached", "driver_gpu_lost"),
+    (14, "nvidia-smi exited 14: a GPU's infoROM is corrupted", "driver_inforom_corrupted"),
+    (2, "nvidia-smi exited 2: an argument nvidia-smi was given is invalid (an option this driver's nvidia-smi does "
+        "not know)", None),
+])
+def test_drv001_falls_back_on_the_exit_codes_meaning_and_its_recipe(rc, title, kb):
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], "garbled\n", rc)}))
+    assert (f.status, f.title) == (Status.FAIL, title)
+    assert [(e.source, e.excerpt) for e in f.evidence] == [
+        ("command:nvidia_smi_xml", f"`nvidia-smi -q -x` exited {rc}: garbled")]
+    assert (f.fix.kb_id if f.fix else None) == kb
+
+
+def test_drv001_version_mismatch_leaves_the_fix_to_drv002_only_when_it_knows_both_versions():
+    mismatch = ran(["nvidia-smi"], "Failed to initialize NVML: Driver/library version mismatch\n", 18)
+    module_only = one(driver.driver_answers, snap(files={"/proc/driver/nvidia/version": NVRM.format("550.54.15")},
+                                                  commands={"nvidia_smi_xml": mismatch}))
+    assert module_only.title == "the NVIDIA kernel module and user-space driver have different versions"
+    assert module_only.detail is None and module_only.fix.commands[0] == "sudo reboot"
+    assert module_only.symptom_of == ("DRV002",)
+    both = ran(["nvidia-smi"], mismatch.stdout + "NVML library version: 535.104\n", 18)
+    known = one(driver.driver_answers, snap(files={"/proc/driver/nvidia/version": NVRM.format("550.54.15")},
+                                            commands={"nvidia_smi_xml": both}))
+    assert known.detail == "DRV002 has both versions and the fix." and known.fix is None
+
+
+def test_drv001_couldnt_communicate_because_nouveau_drives_the_gpu():
+    lspci = ran(["lspci", "-k"], LSPCI.stdout.replace("\tKernel modules", "\tKernel driver in use: nouveau\n\tKernel modules"))
+    f = one(driver.driver_answers, snap(files=UBUNTU, commands={"nvidia_smi_xml": ran(["nvidia-smi"], COULDNT, 9),
+                                                                "lspci": lspci}))
+    assert f.title == "nvidia-smi cannot talk to the NVIDIA driver: nouveau holds the GPU"
+    assert f.evidence[1].excerpt.endswith("(kernel driver in use: nouveau)")
+    assert f.fix.kb_id == "nouveau_conflict" and f.fix.commands[1] == "sudo update-initramfs -u"
+
+
+@pytest.mark.parametrize("sb_state, modinfo, title", [
+    ("SecureBoot enabled\n", ran(["modinfo"], "", 1, "modinfo: ERROR: Module nvidia not found.\n"),
+     "nvidia-smi cannot talk to the NVIDIA driver: no nvidia module is built for this kernel"),
+    ("SecureBoot disabled\n", ran(["modinfo"], "filename:       /lib/modules/6.8.0/updates/dkms/nvidia.ko\n"),
+     "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded"),
+])
+def test_drv001_couldnt_communicate_blames_secure_boot_only_for_a_module_that_exists(sb_state, modinfo, title):
+    s = snap(files=UBUNTU, commands={"nvidia_smi_xml": ran(["nvidia-smi"], COULDNT, 9), "modinfo_nvidia": modinfo,
+                                     "mokutil_sb_state": ran(["mokutil"], sb_state)})
+    f = one(driver.driver_answers, s)
+    assert f.title == title and f.fix.commands == NOT_LOADED_UBUNTU
+
+
+@pytest.mark.parametrize("os_release, install", [
+    (UBUNTU["/etc/os-release"], "sudo ubuntu-drivers install    # Ubuntu; on Debian: sudo apt install nvidia-driver"),
+    ('ID=rhel\nVERSION_ID="9.4"\n', "sudo dnf install nvidia-driver    # from NVIDIA's CUDA repository or RPM Fusion"),
+])
+def test_drv001_missing_driver_is_installed_the_distribution_way(os_release, install):
+    s = snap(files={"/etc/os-release": os_release}, commands={"nvidia_smi_xml": NO_SMI, "lspci": LSPCI})
+    assert one(driver.driver_answers, s).fix.commands == (install, "sudo reboot")
+
+
+def test_drv001_an_answer_with_an_unknown_exit_code_says_only_the_code():
+    from pathlib import Path
+
+    xml = (Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" /
+           "rtx-3090_driver-525.147.05_cuda-12.0.xml").read_text()
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml, 99)}))
+    assert (f.status, f.title) == (Status.OK, "driver 525.147.05 answers, 1 GPU(s) visible (nvidia-smi exited 99)")
+    f = one(driver.driver_answers, snap(commands={"nvidia_smi_xml": ran(["nvidia-smi", "-q", "-x"], xml, 14)}))
+    assert f.title == "driver 525.147.05 answers, 1 GPU(s) visible (nvidia-smi exited 14: a GPU's infoROM is corrupted)"

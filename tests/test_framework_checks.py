@@ -97,9 +97,10 @@ def test_rtx_5090_on_a_cu124_wheel_gets_a_cu128_build():
     f = run(torch_build.torch_arch, s)
     assert f.status is Status.FAIL
     assert f.title == "NVIDIA GeForce RTX 5090 (sm_120): no kernels in torch 2.5.1+cu124, built for " + " ".join(SM50_90)
-    assert "torch 2.11.*+cu128 (CUDA 12.8) has kernels for it and runs on this driver" in f.fix.summary
-    assert f.fix.commands[0] == (f"{PY} -m pip install --force-reinstall 'torch==2.11.*' "
-                                 "--index-url https://download.pytorch.org/whl/cu128")
+    assert f.fix.summary == ("NVIDIA GeForce RTX 5090 has compute capability 12.0 (sm_120); torch 2.11.*+cu128 "
+                             "(CUDA 12.8) has kernels for it and runs on this driver.")
+    assert f.fix.commands == (f"{PY} -m pip install --force-reinstall 'torch==2.11.*' "
+                              "--index-url https://download.pytorch.org/whl/cu128", ARCH_TRY)
     assert f.evidence[0].source == "nvml:devices"
 
 
@@ -110,10 +111,47 @@ def test_k80_on_a_recent_wheel_and_an_old_driver_needs_both_fixed():
     arch = run(torch_build.torch_arch, s)
     assert arch.status is Status.FAIL and arch.title.startswith("Tesla K80 (sm_37): no kernels in torch 2.4.0+cu121")
     # the same release still had a cu118 build with Kepler kernels
-    assert "torch 2.4.0+cu118 has kernels for it but needs driver >= 450.80.02" in arch.fix.summary
+    assert arch.fix.summary == ("Tesla K80 has compute capability 3.7 (sm_37); torch 2.4.0+cu118 has kernels for it "
+                                "but needs driver >= 450.80.02, so upgrade the driver too.")
+    assert arch.fix.commands == (f"{PY} -m pip install --force-reinstall 'torch==2.4.0' "
+                                 "--index-url https://download.pytorch.org/whl/cu118", ARCH_TRY)
     drv = run(torch_build.torch_driver, s)
     assert drv.status is Status.FAIL
     assert drv.title == "driver 430.26 supports CUDA up to 10.1; torch 2.4.0+cu121 needs at least 525.60.13"
+
+
+ARCH_TRY = f"{PY} -c 'import torch; print(torch.cuda.get_arch_list()); print(torch.ones(1).cuda() + 1)'"
+
+
+@pytest.mark.parametrize("python, release", [(None, "2.7.*"), ("3.13.1", "2.7.*"), ("3.8.10", "2.4.*")])
+def test_kepler_on_a_release_without_kepler_builds_gets_the_newest_one_for_its_python(python, release):
+    """2.8 has no cu118 build (the last with sm_37); 2.5 dropped Python 3.8, so 3.8 gets 2.4."""
+    rec = torch_rec("2.8.0+cu128", "12.8", SM50_90, available=False)
+    rec["python"] = python
+    f = run(torch_build.torch_arch, snap(K80X4, frameworks={"torch": rec}))
+    assert f.fix.summary == (f"Tesla K80 has compute capability 3.7 (sm_37); torch {release}+cu118 has kernels for it "
+                             "but needs driver >= 450.80.02, so upgrade the driver too.")
+    assert f.fix.commands[0] == (f"{PY} -m pip install --force-reinstall 'torch=={release}' "
+                                 "--index-url https://download.pytorch.org/whl/cu118")
+
+
+def test_a_gpu_no_published_build_supports_is_told_to_build_from_source():
+    s = snap(nvml=nvml_gpu("NVIDIA GeForce GTX 680", "3.0", "470.223.02", "GPU-5d2cbd31-0c0b-4f4e-9d7a-2f1e0e6b1a77"),
+             frameworks={"torch": torch_rec("2.4.0+cu121", "12.1", SM50_90)})
+    f = run(torch_build.torch_arch, s)
+    assert f.title == "NVIDIA GeForce GTX 680 (sm_30): no kernels in torch 2.4.0+cu121, built for " + " ".join(SM50_90)
+    assert f.fix.kb_id == "arch_unsupported"
+    assert f.fix.summary == ("NVIDIA GeForce GTX 680 has compute capability 3.0 (sm_30); no published torch build in "
+                             "gpudoctor's table has kernels for it and runs on a driver this GPU supports; build torch "
+                             "from source with TORCH_CUDA_ARCH_LIST=3.0.")
+    assert f.fix.commands == ("# see https://github.com/pytorch/pytorch#from-source", ARCH_TRY)
+
+
+def test_the_fixes_name_plain_python_when_the_interpreter_is_not_known():
+    from gpudoctor_checks import torch_fixes
+
+    assert torch_fixes.python(_Override(_scenario_facts("fw-torch-recent-on-p100"), python_path=None)) == "python"
+    assert torch_fixes.python(_scenario_facts("fw-torch-recent-on-p100")) == "/usr/bin/python3"
 
 
 def test_cpu_wheel_without_gpu_is_fine():
@@ -347,17 +385,6 @@ def test_torch_unavailable_because_the_driver_is_old_offers_the_driver_or_a_buil
                                 "--index-url https://download.pytorch.org/whl/cu118")
 
 
-def test_torch_unavailable_with_no_build_that_runs_says_so_in_the_sentence_of_the_fix():
-    from dataclasses import replace
-
-    f = _scenario_facts("fw-torch-cu121-old-driver-515")
-    kepler = _Override(f, gpus=[replace(g, compute_cap="3.0") for g in f["gpus"]])  # no build has kernels for it
-    fix = torch_build._unavailable_fix(kepler, f["torch_build"], {"recipe": "driver_too_old"}, "unused")
-    assert fix.summary.endswith("Either upgrade the driver to 525.60.13 or newer, or install a torch build for an older "
-                                "CUDA (none in gpudoctor's table fits this machine).")
-    assert fix.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
-
-
 def test_torch_unavailable_for_another_cause_prints_that_causes_recipe():
     f = _scenario_facts("fw-torch-cu121-old-driver-515")
     fix = torch_build._unavailable_fix(f, f["torch_build"], None, "the UVM module is stuck")
@@ -365,6 +392,53 @@ def test_torch_unavailable_for_another_cause_prints_that_causes_recipe():
     assert fix.commands[0] == "/opt/conda/envs/train/bin/python -c 'import torch; torch.cuda.init()'"
     other = torch_build._unavailable_fix(f, f["torch_build"], {"recipe": "nouveau_conflict"}, "x")
     assert other.kb_id == "nouveau_conflict"
+
+
+UPGRADE_UBUNTU = ("# way 1: upgrade the driver (Ubuntu; on Debian: sudo apt install nvidia-driver from a newer release)",
+                  "sudo ubuntu-drivers list", "sudo ubuntu-drivers install", "sudo reboot",
+                  "# way 2: keep the driver, install a build that runs on it")
+
+
+def test_torch_unavailable_with_no_build_that_fits_says_so():
+    from dataclasses import replace
+
+    f = _scenario_facts("fw-torch-recent-on-p100")
+    py314 = _Override(f, torch=replace(f["torch"], python_version="3.14.0"))
+    fix = torch_build._unavailable_fix(py314, f["torch_build"], {"recipe": "driver_too_old"}, "unused")
+    assert fix.summary == ("Driver 510.47.03 supports CUDA up to 11.6; torch 2.11.0+cu130 needs at least 580. Either "
+                           "upgrade the driver to 580 or newer, or install a torch build for an older CUDA (none in "
+                           "gpudoctor's table fits this machine).")
+    assert fix.commands == UPGRADE_UBUNTU + ("# none known: see https://pytorch.org/get-started/previous-versions/",)
+
+
+def test_torch_unavailable_on_windows_compares_with_the_windows_driver_minimum():
+    """CUDA 12.1 needs 525.60.13 on Linux but 527.41 on Windows: a 526 driver is too old only there."""
+    from dataclasses import replace
+
+    f = _scenario_facts("fw-torch-cu121-old-driver-515")
+    tb = f["torch_build"]
+    driver_526 = replace(f["driver_version"], version="526.47")
+    windows = _Override(f, target_os="windows", driver_version=driver_526)
+    fix = torch_build._unavailable_fix(windows, tb, {"recipe": "driver_too_old"}, "unused")
+    assert fix.summary == ("Driver 526.47 supports CUDA up to 11.7; torch 2.3.1+cu121 needs at least 527.41. Either "
+                           "upgrade the driver to 527.41 or newer, or install torch 2.3.1+cu118 (CUDA 11.8).")
+    assert torch_build._fails_there(windows, tb, "TRC002") is True
+    assert torch_build._fails_there(_Override(f, driver_version=driver_526), tb, "TRC002") is False
+    assert torch_build._fails_there(_Override(f, driver_version=None), tb, "TRC002") is False
+
+
+@pytest.mark.parametrize("message, first", [
+    ("", ""),
+    ("The NVIDIA driver on your system is too old (found version 11070). Please update your GPU driver.",
+     "The NVIDIA driver on your system is too old (found version 11070)."),
+    ("Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions? Error 804: forward compatibility "
+     "was attempted on non supported HW", "Error 804: forward compatibility was attempted on non supported HW"),
+    ("  first line\nsecond line", "first line"),
+    ("x" * 160, "x" * 160),
+    ("x" * 161, "x" * 157 + "..."),
+])
+def test_torch_messages_are_cut_to_their_first_sentence(message, first):
+    assert torch_build.first_sentence(message) == first
 
 
 def test_tensorflow_too_new_for_the_driver_offers_an_older_release_or_says_none_runs():
@@ -411,8 +485,9 @@ def test_trc002_fix_when_no_driver_helps_offers_another_build():
     assert fix.summary == ("torch 2.11.0+cu130 needs driver 580.65.06 or newer, which is no way out here: torch "
                            "2.11.0+cu130 has no kernels for Tesla P100-PCIE-16GB (sm_60), whatever the driver. "
                            "Install torch 2.7.*+cu118 (CUDA 11.8) instead.")
-    assert fix.commands[0] == ("/usr/bin/python3 -m pip install --force-reinstall 'torch==2.7.*' "
-                               "--index-url https://download.pytorch.org/whl/cu118")
+    assert fix.commands == ("/usr/bin/python3 -m pip install --force-reinstall 'torch==2.7.*' "
+                            "--index-url https://download.pytorch.org/whl/cu118",
+                            "/usr/bin/python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'")
 
 
 def test_trc002_fix_says_when_no_build_fits_this_python():
@@ -424,7 +499,8 @@ def test_trc002_fix_says_when_no_build_fits_this_python():
     py314 = _Override(f, torch=replace(f["torch"], python_version="3.14.0"))
     blocked = torch_fixes.driver_fix(py314, f["torch_build"], "580.65.06")
     assert blocked.kb_id == "framework_build_for_driver"
-    assert blocked.commands[0] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+    assert blocked.commands == ("# none known: see https://pytorch.org/get-started/previous-versions/",
+                                "/usr/bin/python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'")
     assert blocked.summary.endswith("Install a torch build for an older CUDA (none in gpudoctor's table fits this "
                                     "driver, these GPUs and this Python) instead.")
     turing = _Override(f, torch=py314["torch"], gpus=[replace(g, compute_cap="7.5") for g in f["gpus"]])
@@ -432,7 +508,7 @@ def test_trc002_fix_says_when_no_build_fits_this_python():
     assert old.kb_id == "driver_too_old"
     assert old.summary.endswith("Either upgrade the driver to 580.65.06 or newer, or install a torch build for an "
                                 "older CUDA (none in gpudoctor's table fits this driver, these GPUs and this Python).")
-    assert old.commands[-1] == "# none known: see https://pytorch.org/get-started/previous-versions/"
+    assert old.commands == UPGRADE_UBUNTU + ("# none known: see https://pytorch.org/get-started/previous-versions/",)
 
 
 def test_cvd002_says_which_card_cuda_0_is_as_surely_as_the_facts_allow():

@@ -11,6 +11,7 @@ from gpudoctor.knowledge import (
     min_driver_for_cuda,
     toolkit_driver,
 )
+from gpudoctor.knowledge import cuda
 from gpudoctor.knowledge._load import load
 
 CLAIMED_MINORS = {
@@ -138,3 +139,33 @@ def test_requirements_are_frozen_and_sourced():
     with pytest.raises(Exception):
         req.min_driver = "1"  # type: ignore[misc]
     assert req.source.startswith("https://")
+
+
+# --- legacy driver branches: the last driver an old GPU generation can run ---------------------------------
+
+KEPLER = ("Kepler", 470, "470.239.06", "https://forums.developer.nvidia.com/t/current-graphics-driver-releases/28500")
+MAXWELL_VOLTA = ("Maxwell, Pascal and Volta", 580, None, "https://wiki.nixos.org/wiki/NVIDIA")
+
+
+@pytest.mark.parametrize("cc, branch", [
+    ("2.1", ("Fermi", 390, "390.157", KEPLER[3])), ("3.0", KEPLER), ("3.7", KEPLER), ("5.0", MAXWELL_VOLTA),
+    ("7.2", MAXWELL_VOLTA), ("7.5", None), ("12.0", None), (None, None), ("", None),
+])
+def test_legacy_branch_of_each_generation(cc, branch):
+    got = cuda.legacy_branch(cc)
+    assert (None if got is None else (got.architecture, got.last_branch, got.last_release, got.source)) == branch
+
+
+@pytest.mark.parametrize("driver, cc, possible", [
+    ("470.57.02", "3.7", True), ("470", "3.7", True), ("471.1", "3.7", False), ("580.65.06", "6.1", True),
+    ("590.1", "7.0", False), ("590.1", "7.5", True), ("999.1", None, True),
+])
+def test_a_driver_is_possible_up_to_the_last_branch_of_the_gpus_generation(driver, cc, possible):
+    assert cuda.driver_possible(driver, cc) is possible
+
+
+def test_legacy_branch_inputs_that_are_not_versions_say_which_value():
+    with pytest.raises(ValueError, match="^not a valid compute capability: 'x'$"):
+        cuda.legacy_branch("x")
+    with pytest.raises(ValueError, match="^not a valid driver version: 'abc'$"):
+        cuda.driver_possible("abc", "3.7")

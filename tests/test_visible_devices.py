@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Optional
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,78 @@ def test_a_mig_list_keeps_the_first_instance_and_its_parent():
     m = vd.resolve(vd.parse("MIG-ec4af7a3,MIG-7d8b2e8d"), H100_MIG)
     assert [(v.cuda_index, v.entry, v.gpu.index) for v in m.visible] == [(0, "MIG-ec4af7a3", 0)]
     assert vd.resolve(vd.parse(f"MIG-{H100_MIG[1].uuid}/1/0"), H100_MIG).visible == ()  # -L gives no GI ids
+
+
+# --- the CVD checks' wording of a mapping (gpudoctor_checks.visible_devices) ----------------------
+
+@dataclass(frozen=True)
+class Card:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    compute_cap: Optional[str] = None
+    mig_devices: tuple = ()
+
+
+# CUDA numbers these fastest first: cuda:0 is the RTX 2070 at 04:00.0, nvidia-smi's GPU 1
+MIXED = [Card(0, "GeForce GTX 750 Ti", None, "00000000:01:00.0", "5.0"),
+         Card(1, "GeForce RTX 2070", None, "00000000:04:00.0", "7.5")]
+RANKED = ("(CUDA numbers these GPUs fastest first; gpudoctor ranked them by compute capability, set "
+          "CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure)")
+
+
+def test_mapping_lines_name_each_device_a_program_sees():
+    from gpudoctor_checks.visible_devices import mapping_lines
+
+    assert mapping_lines(vd.resolve(vd.parse("3,1"), V100)) == [
+        "cuda:0 -> GPU 3 Tesla V100-PCIE-16GB (00000004:00:00.0, GPU-bbe70036-e852-8f8e-afef-a839975c9b5e)",
+        "cuda:1 -> GPU 1 Tesla V100-PCIE-16GB (00000002:00:00.0, GPU-734eb6b1-0b19-e9c0-cdea-7eb873e2ff57)"]
+    assert mapping_lines(vd.resolve(vd.parse("MIG-4d0efb7d-0970-51d9-b761-0686be6b8af3"), H100_MIG)) == [
+        "cuda:0 -> MIG 1g.10gb MIG-4d0efb7d-0970-51d9-b761-0686be6b8af3 on GPU 0 NVIDIA H100 80GB HBM3 "
+        "(GPU-63d1e50a-b952-d15c-0740-12bc14859142)"]
+    assert mapping_lines(vd.resolve(vd.parse("1"), [Card(0), Card(1)])) == ["cuda:0 -> GPU 1 ?"]
+
+
+def test_mapping_lines_add_the_order_note_when_the_order_matters():
+    from gpudoctor_checks.visible_devices import mapping_lines
+
+    assert mapping_lines(vd.resolve(vd.parse(None), MIXED)) == [
+        "cuda:0 -> GPU 1 GeForce RTX 2070 (00000000:04:00.0)", "cuda:1 -> GPU 0 GeForce GTX 750 Ti (00000000:01:00.0)",
+        RANKED]
+    # one device chosen by index: which one the index means depends on the order
+    assert mapping_lines(vd.resolve(vd.parse("1"), MIXED)) == ["cuda:0 -> GPU 0 GeForce GTX 750 Ti (00000000:01:00.0)",
+                                                               RANKED]
+    # one GPU in all: nothing to order
+    assert mapping_lines(vd.resolve(vd.parse(None), MIXED[:1])) == [
+        "cuda:0 -> GPU 0 GeForce GTX 750 Ti (00000000:01:00.0)"]
+
+
+def test_the_short_mapping_names_four_devices_at_most():
+    from gpudoctor_checks.visible_devices import _short
+
+    assert _short(vd.resolve(vd.parse(None), V100)) == "cuda:0 = GPU 0, cuda:1 = GPU 1, cuda:2 = GPU 2, cuda:3 = GPU 3"
+    assert _short(vd.resolve(vd.parse("0,1,2,3,4"), H100_MIG)) == (
+        "cuda:0 = GPU 0, cuda:1 = GPU 1, cuda:2 = GPU 2, cuda:3 = GPU 3, ...")
+
+
+def test_the_suggested_value_names_the_meant_gpus_by_uuid_else_by_index():
+    from gpudoctor_checks.visible_devices import _fix, _suggest
+
+    assert _suggest(vd.resolve(vd.parse("2,GPU-734eb6b1,x"), V100)) == (
+        "GPU-c141de25-4738-ed72-538d-21ffd71597f9,GPU-734eb6b1-0b19-e9c0-cdea-7eb873e2ff57")
+    assert _suggest(vd.resolve(vd.parse("1,,0"), [Card(0), Card(1)])) == "1,0"     # the empty entry ended the list
+    assert _suggest(vd.resolve(vd.parse("7"), [Card(0), Card(1)])) == "0"
+    from gpudoctor.facts import Facts
+    from gpudoctor.snapshot import Snapshot
+
+    assert _fix(Facts(Snapshot()), None, "x").commands[1] == "export CUDA_VISIBLE_DEVICES=0"
+    assert _fix(Facts(Snapshot()), vd.resolve(vd.parse("1,,0"), [Card(0), Card(1)]), "x").commands[1] == (
+        "export CUDA_VISIBLE_DEVICES=1,0")
+
+
+def test_sentences_and_model_counts():
+    from gpudoctor_checks.visible_devices import _models, _sentence
+
+    assert (_sentence("cuda:0 is GPU 2"), _sentence("done.")) == ("Cuda:0 is GPU 2.", "Done.")
+    assert _models([Card(0), Card(1, "A100"), Card(2, "A100")]) == "1 x unknown GPU and 2 x A100"
