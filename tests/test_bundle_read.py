@@ -272,6 +272,7 @@ def test_sigterm_during_a_replay_removes_the_unpack_folder(tmp_path):
 
 def test_a_sigterm_while_the_unpack_folder_is_made_waits_until_its_name_is_kept():
     import signal
+    import threading
 
     from gpudoctor.bundle import read
 
@@ -279,7 +280,8 @@ def test_a_sigterm_while_the_unpack_folder_is_made_waits_until_its_name_is_kept(
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
     try:
         with read._sigterm_held():
-            os.kill(os.getpid(), signal.SIGTERM)
+            # to this thread: a signal to the process may go to another thread (xdist's), which does not hold it
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
             inside = list(seen)
         assert inside == [] and seen == [signal.SIGTERM]
     finally:

@@ -57,6 +57,7 @@ def _removed_on_sigterm() -> Iterator[None]:
         return
 
     def handler(signum, frame):
+        staging.remove_own()  # also a folder made a moment ago, before its name reached the ``finally``
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
