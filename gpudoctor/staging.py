@@ -15,9 +15,12 @@ import errno
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
-from typing import Optional, Set
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, Set
 
 TEMP_PREFIXES = ("gpudoctor-bundle-unpack-", "gpudoctor-bundle-stage-")
 _TEMP = re.compile(r"gpudoctor-bundle-(?:unpack|stage)-(\d+)-(\d+)-(\d+)-[a-z0-9_]{8}")
@@ -62,10 +65,26 @@ def _creator_gone(ns: str, pid: str, start: str) -> bool:
     return started is None or (started != -1 and int(start) != 0 and started != int(start))
 
 
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered when the block ends), so that a path is in ``_own``
+    before a handler (which calls :func:`remove_own`) can run. Only the main thread's mask can be
+    set; a signal another thread takes still runs its handler in the main thread, later."""
+    held = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    if held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def private_dir(kind: str) -> str:
     """A new folder (mode 0700) in the temp directory, removed by :func:`remove` or a later sweep."""
-    path = tempfile.mkdtemp(prefix=f"gpudoctor-bundle-{kind}-{tag()}-")
-    _own.add(path)
+    with _signals_held():
+        path = tempfile.mkdtemp(prefix=f"gpudoctor-bundle-{kind}-{tag()}-")
+        _own.add(path)
     return path
 
 
@@ -129,8 +148,9 @@ class StagedFolder:
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
         os.makedirs(parent, exist_ok=True)
         sweep(parent)
-        self.path = tempfile.mkdtemp(prefix=part_name(self.target), suffix=".part", dir=parent)
-        _own.add(self.path)
+        with _signals_held():
+            self.path = tempfile.mkdtemp(prefix=part_name(self.target), suffix=".part", dir=parent)
+            _own.add(self.path)
 
     def commit(self) -> None:
         """Rename into place (over an empty folder, as --out allows); files were synced by the writer."""

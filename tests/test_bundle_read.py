@@ -274,12 +274,12 @@ def test_a_sigterm_while_the_unpack_folder_is_made_waits_until_its_name_is_kept(
     import signal
     import threading
 
-    from gpudoctor.bundle import read
+    from gpudoctor import staging
 
     seen = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
     try:
-        with read._sigterm_held():
+        with staging._signals_held():
             # to this thread: a signal to the process may go to another thread (xdist's), which does not hold it
             signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
             inside = list(seen)

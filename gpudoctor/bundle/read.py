@@ -31,10 +31,8 @@ def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
     _check_file(path)
     staging.sweep()  # unpack folders of replays that were killed (SIGKILL, the hook's watchdog)
     with _removed_on_sigterm():
-        tmp = None
+        tmp = staging.private_dir("unpack")  # mode 0700; a SIGTERM from here on removes it (remove_own)
         try:
-            with _sigterm_held():  # a SIGTERM right after the folder is made ends here, with ``tmp`` set
-                tmp = staging.private_dir("unpack")  # mode 0700
             hashes = unpack(path, tmp, limits)
             root = _root(path, tmp)
             _verify(path, root, tmp, hashes)
@@ -43,8 +41,7 @@ def load_bundle(path: str, limits: Limits = Limits()) -> Snapshot:
             except SnapshotError as exc:
                 raise SnapshotError(str(exc).replace(str(root), path)) from None
         finally:
-            if tmp is not None:
-                staging.remove(tmp)
+            staging.remove(tmp)
     snap.source = path
     return snap
 
@@ -57,7 +54,7 @@ def _removed_on_sigterm() -> Iterator[None]:
         return
 
     def handler(signum, frame):
-        staging.remove_own()  # also a folder made a moment ago, before its name reached the ``finally``
+        staging.remove_own()  # also a folder made a moment ago, before the ``finally`` that removes it began
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -65,19 +62,6 @@ def _removed_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _sigterm_held() -> Iterator[None]:
-    """SIGTERM held back (delivered when the block ends): nothing is made that its handler cannot see."""
-    held = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    if held:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        yield
-    finally:
-        if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _check_file(path: str) -> None:
