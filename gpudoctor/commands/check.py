@@ -60,7 +60,8 @@ def _known_only(only_ids) -> None:
               help="Print the JSON report on one line (for `srun ... | gpudoctor fleet -`).")
 @click.option("-v", "--verbose", is_flag=True, help="Show skipped checks, evidence for passing checks and tracebacks.")
 @click.option("--only", "only", multiple=True, metavar="ID",
-              help="Run only these checks (id like DRV001, a name, or a prefix like DRV); repeatable or comma-separated.")
+              help="Run only these checks (id like DRV001, a name, or an id family like DRV: all of the id's "
+                   "letters, so TF is not TFM); repeatable or comma-separated.")
 @click.option("--list-checks", is_flag=True, help="List the available checks and exit.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @python_option
