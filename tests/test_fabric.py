@@ -7,6 +7,8 @@ the H100 bundle's `nvlink -s`, `nvlink -e` of an H100 as stas00/ml-engineering p
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from gpudoctor.engine import run_one
 from gpudoctor.facts import Facts
 from gpudoctor.findings import Status
+from gpudoctor.probes import commands
 from gpudoctor.smi import gpu_state, nvlink
 from gpudoctor_checks import fabric
 from tests.builders import ran, snap
@@ -130,6 +133,48 @@ def test_nvl002_warns_on_recovery_errors_that_are_not_growing():
     text = H100_E.replace("Link 17: Recovery Errors: 0", "Link 17: Recovery Errors: 2")
     f = _errors(text, text)
     assert (f.status, f.title) == (Status.WARN, "NVLink recovery errors since the driver loaded: GPU 0 link 17 2")
+
+
+def test_nvl002_names_the_gap_a_slow_first_reading_made():
+    grown = H100_E.replace("Link 1: CRC Errors: 0", "Link 1: CRC Errors: 12")
+    slow = dataclasses.replace(ran(["nvidia-smi", "nvlink", "-e"], H100_E), duration_s=2.5)
+    commands = {"nvidia_smi_nvlink_e": slow, "nvidia_smi_nvlink_e_later": ran(["nvidia-smi", "nvlink", "-e"], grown)}
+    f = one(fabric.nvlink_errors, snap(commands=commands))
+    assert f.status is Status.FAIL and "within about 2.5s" in f.detail
+
+
+def test_a_second_reading_runs_in_its_first_readings_series():
+    keys = ["nvidia_smi_nvlink_s", "nvidia_smi_nvlink_e_later", "nvidia_smi_nvlink_e", "lspci"]
+    assert commands.series(keys) == [("nvidia_smi_nvlink_s",), ("nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later"),
+                                     ("lspci",)]
+    assert commands.series(["nvidia_smi_nvlink_e_later"]) == [("nvidia_smi_nvlink_e_later",)]
+
+
+@pytest.mark.parametrize("first_takes", [0.0, 0.3, 1.4])
+def test_the_second_reading_starts_a_gap_after_the_first_however_late_that_started(monkeypatch, first_takes):
+    starts = []
+
+    def fake(key, env, timeout):
+        starts.append((key, time.monotonic(), timeout))
+        time.sleep(first_takes if key == "nvidia_smi_nvlink_e" else 0)
+        return ran(["nvidia-smi", "nvlink", "-e"], key)
+
+    monkeypatch.setattr(commands, "run_command", fake)
+    time.sleep(0.2)  # a late start: the gap counts from the first reading, not from the series' call
+    into = {}
+    out = commands.run_series(("nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later"), {}, lambda: 9.0, into)
+    assert out is into and [k for k, _, _ in starts] == list(into) == ["nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later"]
+    gap = starts[1][1] - starts[0][1]
+    assert max(1.0, first_takes) - 0.01 <= gap < max(1.0, first_takes) + 0.3
+    assert commands.reading_gap_s(dataclasses.replace(into["nvidia_smi_nvlink_e"], duration_s=first_takes),
+                                  "nvidia_smi_nvlink_e_later") == max(1.0, first_takes)
+
+
+def test_the_wait_between_readings_takes_at_most_half_of_what_is_left(monkeypatch):
+    starts = []
+    monkeypatch.setattr(commands, "run_command", lambda key, env, timeout: starts.append(time.monotonic()) or ran([key]))
+    commands.run_series(("nvidia_smi_nvlink_e", "nvidia_smi_nvlink_e_later"), {}, lambda: 0.4)
+    assert 0.15 <= starts[1] - starts[0] < 0.4
 
 
 # --- FAB001 -------------------------------------------------------------------------------------

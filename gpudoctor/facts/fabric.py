@@ -143,6 +143,7 @@ def nvlink_errors(f: Facts) -> NvlinkErrors:
     later = f.snapshot.command("nvidia_smi_nvlink_e_later")
     if later is None or not later.ok:
         return NvlinkErrors(tuple(first), None, None)
-    from gpudoctor.probes.commands import DELAYED
+    from gpudoctor.probes.commands import reading_gap_s
 
-    return NvlinkErrors(tuple(first), tuple(nvlink.parse_errors(later.stdout)), DELAYED.get("nvidia_smi_nvlink_e_later"))
+    gap = reading_gap_s(f.snapshot.command("nvidia_smi_nvlink_e"), "nvidia_smi_nvlink_e_later")
+    return NvlinkErrors(tuple(first), tuple(nvlink.parse_errors(later.stdout)), round(gap, 1))

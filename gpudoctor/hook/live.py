@@ -85,15 +85,13 @@ def _side_commands(snap: Snapshot, environ: Mapping[str, str], deadline: float, 
     if req.nvlink:
         keys += NVLINK_COMMANDS
     threads = {}
-    for key in keys:
-        threads[key] = (threading.Thread(target=_run_into, args=(snap.commands, key, environ, deadline), daemon=True),
-                        time.monotonic())
-        threads[key][0].start()
+    for series in commands.series(keys):  # a second NVLink reading runs after the first, in its thread
+        thread = threading.Thread(target=commands.run_series, daemon=True, args=(
+            series, environ, lambda: max(0.1, deadline - time.monotonic() - MARGIN_S), snap.commands))
+        thread.start()
+        for key in series:
+            threads[key] = (thread, time.monotonic())
     return threads
-
-
-def _run_into(results: Dict, key: str, environ: Mapping[str, str], deadline: float) -> None:
-    results[key] = commands.run_command(key, environ, max(0.1, deadline - time.monotonic() - MARGIN_S))
 
 
 def _join(threads: Dict, snap: Snapshot, deadline: float) -> None:

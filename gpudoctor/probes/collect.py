@@ -118,9 +118,10 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
     tasks = {}
     pool = ThreadPoolExecutor(max_workers=len(opts.commands) + len(opts.frameworks) + 2)
     try:
-        for key in opts.commands:
-            tasks[pool.submit(job, key, lambda k=key: commands.run_command(
-                k, environ, remaining(opts.command_timeout)))] = ("command", key)
+        done: Dict[str, runner.CommandResult] = {}  # each series writes its results here as they come
+        for keys in commands.series(list(opts.commands)):
+            tasks[pool.submit(job, keys[0], lambda ks=keys: commands.run_series(
+                ks, environ, lambda: remaining(opts.command_timeout), done))] = ("commands", keys)
         if opts.nvml:
             tasks[pool.submit(job, "nvml", lambda: _nvml(opts.python, environ,
                                                          remaining(opts.command_timeout)))] = ("nvml", "nvml")
@@ -134,13 +135,14 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
         pool.shutdown(wait=False, cancel_futures=True)
     for fut, (kind, key) in tasks.items():
         if not fut.done():
-            note(key, "timeout")
+            note(key[0] if kind == "commands" else key, "timeout")
             value = None
         else:
             value = fut.result()
-        if kind == "command":
-            snap.commands[key] = value or runner.CommandResult(commands.COMMANDS[key], timed_out=True,
-                                                               duration_s=opts.timeout)
+        if kind == "commands":
+            for one in key:
+                snap.commands[one] = done.get(one) or runner.CommandResult(
+                    commands.COMMANDS[one], timed_out=True, duration_s=opts.timeout)
         elif kind == "nvml":
             snap.nvml = value or {"probe": {"timed_out": True}}
         else:

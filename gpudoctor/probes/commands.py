@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpudoctor import runner
 from gpudoctor.probes import kernel_log
@@ -58,8 +58,11 @@ MAX_BYTES: Dict[str, int] = {
     "kernel_journal": 16 << 20, "kernel_dmesg": 32 << 20, "nvidia_smi_nvlink_s": 256 << 10,
     "fabricmanager_active": 4 << 10, "fabricmanager_version": 64 << 10,
 }
-# Commands that start this many seconds after the others: a second reading to compare with the first.
-DELAYED: Dict[str, float] = {"nvidia_smi_nvlink_e_later": 1.0}
+# A second reading of counters, to compare with the first: its key -> (the reading it repeats, seconds
+# between the two starts). run_series runs the pair in one thread, one after the other, so the gap holds
+# however late a loaded machine starts the first; a first reading slower than the gap makes it longer
+# (``reading_gap_s`` gives the gap a recording shows).
+DELAYED: Dict[str, Tuple[str, float]] = {"nvidia_smi_nvlink_e_later": ("nvidia_smi_nvlink_e", 1.0)}
 
 # Tools like lspci, ldconfig and mokutil live in sbin, which a user's PATH often lacks.
 _FALLBACK_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin")
@@ -80,13 +83,46 @@ def run_command(key: str, env: Mapping[str, str], timeout: float) -> runner.Comm
     exe = resolve(argv[0], env.get("PATH"))
     if exe is None:
         return runner.CommandResult(argv, error="not found")
-    delay = min(DELAYED.get(key, 0.0), timeout / 2)
-    time.sleep(delay)
-    result = runner.run((exe,) + argv[1:], timeout=timeout - delay, env=_child_env(env),
+    result = runner.run((exe,) + argv[1:], timeout=timeout, env=_child_env(env),
                         max_bytes=MAX_BYTES.get(key, 1 << 20))
     # Record the argv as the user would type it; the resolved path goes into the error text only.
     result = dataclasses.replace(result, argv=argv)
     return kernel_log.trimmed(result) if key in kernel_log.COMMAND_KEYS else result
+
+
+def series(keys: Sequence[str]) -> List[Tuple[str, ...]]:
+    """The keys grouped into runs of one thread each: a delayed second reading after the reading it repeats."""
+    wanted = set(keys)
+    out = []
+    for key in keys:
+        if key in DELAYED and DELAYED[key][0] in wanted:
+            continue  # runs in its first reading's series
+        out.append((key,) + tuple(k for k in keys if DELAYED.get(k, ("",))[0] == key))
+    return out
+
+
+def run_series(keys: Sequence[str], env: Mapping[str, str], remaining: Callable[[], float],
+               results: Optional[Dict[str, runner.CommandResult]] = None) -> Dict[str, runner.CommandResult]:
+    """Run ``keys`` one after another; a delayed key starts its gap after the previous command started.
+
+    ``remaining()`` gives the seconds left for the whole series; a wait never takes more than half of them.
+    Each result goes into ``results`` as it comes, so a caller that stops waiting keeps the ones done.
+    """
+    results = {} if results is None else results
+    started = time.monotonic()
+    for key in keys:
+        delay = DELAYED[key][1] if key in DELAYED else 0.0
+        wait = min(started + delay - time.monotonic(), remaining() / 2)
+        if wait > 0:
+            time.sleep(wait)
+        started = time.monotonic()
+        results[key] = run_command(key, env, max(0.05, remaining()))
+    return results
+
+
+def reading_gap_s(first: runner.CommandResult, key: str) -> float:
+    """About the seconds between the starts of ``first`` and the delayed reading ``key`` that followed it."""
+    return max(DELAYED[key][1], first.duration_s)
 
 
 def _child_env(env: Mapping[str, str]) -> Dict[str, str]:
