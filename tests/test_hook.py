@@ -382,7 +382,7 @@ def test_hung_nvidia_smi_is_killed_at_the_deadline(stub_bin, tmp_path, monkeypat
     elapsed = time.monotonic() - start
     assert code == HookExit.PROBLEM
     assert err.startswith("gpudoctor: nvidia-smi did not answer within 1.")
-    assert elapsed < 2.5
+    assert elapsed < 3.0  # the --timeout and slack for a loaded runner, far from the stub's 60 s
     with pytest.raises(ProcessLookupError):
         os.kill(int(pidfile.read_text()), 0)
 
@@ -496,7 +496,7 @@ def test_a_slow_journal_cannot_make_the_hook_late(stub_bin, live_root, monkeypat
     _path(monkeypatch, stub_bin)
     start = time.monotonic()
     code, _, err = hook(capsys, "--no-fabric-manager", "--timeout", "1.5", "--drain-xid-actions", "RESET_GPU")
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 3.0  # the --timeout and slack for a loaded runner, not the stub's 60 s
     assert code == HookExit.UNKNOWN and err.startswith("gpudoctor: cannot tell: the kernel log could not be read (")
     with pytest.raises(ProcessLookupError):
         os.kill(int(pidfile.read_text()), 0)
