@@ -46,7 +46,8 @@ ORDER_NOTE = {
 
 
 def _suggest(m: Mapping) -> str:
-    """The GPUs the value seems to mean, by UUID: every entry that names an existing GPU, once."""
+    """The GPUs the value seems to mean, by UUID: every entry that names an existing GPU, once; by
+    nvidia-smi index where a GPU has no UUID."""
     meant = []
     for entry in m.spec.entries + m.spec.ignored:
         gpu = m.gpu_for(entry) if entry.strip() else None
@@ -54,7 +55,10 @@ def _suggest(m: Mapping) -> str:
             meant.append(gpu)
     if meant and all(g.uuid for g in meant):
         return ",".join(g.uuid for g in meant)
-    return ",".join(str(g.index) for g in meant) or "0"
+    value = ",".join(str(g.index) for g in meant) or "0"
+    # These are nvidia-smi's indices, in PCI order; on mixed models CUDA counts fastest first unless
+    # told otherwise, so the value says so ("export A=1 B=2" sets both).
+    return value if m.order_source == "pci_order" else f"{value} CUDA_DEVICE_ORDER=PCI_BUS_ID"
 
 
 def _intentional_cpu_only(raw: str) -> bool:

@@ -117,8 +117,9 @@ class Mapping:
         return len(self.gpus)
 
     def gpu_for(self, entry: str) -> Any:
-        """The physical GPU one entry names on its own (None if it names none): "2", "GPU-ef1d"."""
-        alone = resolve(parse(entry.strip()), self.gpus)
+        """The physical GPU one entry names on its own (None if it names none): "2", "GPU-ef1d". An
+        index counts in this mapping's CUDA order (CUDA_DEVICE_ORDER, or the order a program saw)."""
+        alone = resolve(parse(entry.strip()), self.cuda_order or self.gpus, "PCI_BUS_ID")  # already in order
         return alone.visible[0].gpu if alone.visible else None
 
     @property

@@ -421,6 +421,19 @@ def test_the_suggested_value_names_the_meant_gpus_by_uuid_else_by_index():
         "GPU-c141de25-4738-ed72-538d-21ffd71597f9,GPU-734eb6b1-0b19-e9c0-cdea-7eb873e2ff57")
     assert _suggest(vd.resolve(vd.parse("1,,0"), [Card(0), Card(1)])) == "1,0"     # the empty entry ended the list
     assert _suggest(vd.resolve(vd.parse("7"), [Card(0), Card(1)])) == "0"
+    # Mixed models without UUIDs: CUDA counts fastest first, so nvidia-smi's index needs PCI order said.
+    mixed = [Card(0, "NVIDIA GeForce GTX 1080", compute_cap="6.1"), Card(1, "NVIDIA RTX A6000", compute_cap="8.6")]
+    assert vd.resolve(vd.parse("1"), mixed).visible[0].gpu.index == 0   # CUDA's 1 is the slower GPU 0
+    assert _suggest(vd.resolve(vd.parse("1"), mixed)) == "0 CUDA_DEVICE_ORDER=PCI_BUS_ID"
+    assert _suggest(vd.resolve(vd.parse("1"), mixed, "PCI_BUS_ID")) == "1"
+    assert _suggest(vd.resolve(vd.parse("0,1"), [Card(0, "A"), Card(1, "A")])) == "0,1"   # one model: PCI order
+    # An index in the value counts in the mapping's order: CUDA_DEVICE_ORDER, or the order a program saw.
+    named = [Card(0, "NVIDIA GeForce GTX 1080", "GPU-aaaa0000", compute_cap="6.1"),
+             Card(1, "NVIDIA RTX A6000", "GPU-bbbb1111", compute_cap="8.6")]
+    assert _suggest(vd.resolve(vd.parse("1,5"), named, "PCI_BUS_ID")) == "GPU-bbbb1111"
+    assert _suggest(vd.resolve(vd.parse("1,5"), named)) == "GPU-aaaa0000"   # fastest first: CUDA's 1 is the 1080
+    seen = vd.resolve(vd.parse("0,5"), named, observed=["GPU-aaaa0000", "GPU-bbbb1111"])
+    assert seen.order_source == "observed" and _suggest(seen) == "GPU-aaaa0000"
     from gpudoctor.facts import Facts
     from gpudoctor.snapshot import Snapshot
 
