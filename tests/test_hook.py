@@ -534,6 +534,23 @@ def test_live_hook_reads_nvlink_errors_twice_when_asked(stub_bin, live_root, mon
     assert 0.9 < e_at[1] - e_at[0] < 3
 
 
+def test_a_second_nvlink_reading_that_hangs_keeps_the_first(stub_bin, live_root, monkeypatch, capsys):
+    (live_root / "dev" / "kmsg").write_text("6,0,0,-;Linux version 6.8.0\n")
+    once = live_root / "once"
+    h100_e = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n         Link 0: Replay Errors: 0\n"
+              "         Link 0: Recovery Errors: 0\n         Link 0: CRC Errors: 0\n")
+    stub_bin("nvidia-smi", f'case "$*" in\n'
+                           f'  "nvlink -e") [ -e {once} ] && exec sleep 60; touch {once}; printf "%s" "{h100_e}";;\n'
+                           f'  "nvlink -s") printf "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\n\\t Link 0: 26.562 GB/s\\n";;\n'
+                           f'  *) cat {hs.XML / hs.HEALTHY};;\nesac')
+    _path(monkeypatch, stub_bin)
+    code, out, err = hook(capsys, "--nvlink", "--no-fabric-manager", "--timeout", "2.5", "--json")
+    assert (code, err) == (0, "")
+    nvl002 = next(c for c in json.loads(out)["checks"] if c["check"] == "NVL002")
+    assert (nvl002["state"], nvl002["title"]) == ("ok", "1 NVLinks, no recovery errors, no counter growing; "
+                                                         "read once, growth not measured")
+
+
 @pytest.mark.parametrize("args, code", [
     ([], 0),                                                  # Xid and fabric manager on by default: not judged
     (["--drain-xid-actions", "RESET_GPU,RESTART_BM"], 2),     # asked for: a log that cannot be read is unknown

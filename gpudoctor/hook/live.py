@@ -84,13 +84,13 @@ def _side_commands(snap: Snapshot, environ: Mapping[str, str], deadline: float, 
         snap.listings["/dev"] = files.collect_listings(root).get("/dev", [])  # NVSwitch device nodes
     if req.nvlink:
         keys += NVLINK_COMMANDS
-    threads = {}
+    threads, box = {}, {}  # results land in box; _join copies those done by the deadline
     for series in commands.series(keys):  # a second NVLink reading runs after the first, in its thread
         thread = threading.Thread(target=commands.run_series, daemon=True, args=(
-            series, environ, lambda: max(0.1, deadline - time.monotonic() - MARGIN_S), snap.commands))
+            series, environ, lambda: max(0.1, deadline - time.monotonic() - MARGIN_S), box))
         thread.start()
         for key in series:
-            threads[key] = (thread, time.monotonic())
+            threads[key] = (thread, time.monotonic(), box)
     return threads
 
 
@@ -98,11 +98,11 @@ def _join(threads: Dict, snap: Snapshot, deadline: float) -> None:
     """Wait for the side commands until the deadline; one still running is recorded as timed out."""
     from gpudoctor.runner import CommandResult
 
-    for key, (thread, started) in threads.items():
+    for key, (thread, started, box) in threads.items():
         thread.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
-        if thread.is_alive() or key not in snap.commands:
-            snap.commands[key] = CommandResult(commands.COMMANDS[key], timed_out=True,
-                                               duration_s=round(time.monotonic() - started, 1))
+        done = box.get(key)  # a series still running may have finished its first command
+        snap.commands[key] = done if done is not None else CommandResult(
+            commands.COMMANDS[key], timed_out=True, duration_s=round(time.monotonic() - started, 1))
 
 
 def _presence(snap: Snapshot, environ: Mapping[str, str], deadline: float) -> None:
