@@ -79,12 +79,24 @@ def test_sigkill_leftovers_never_block_the_next_run_and_are_swept(machine):
     finally:
         if proc.poll() is None:
             proc.kill()
+        _kill_orphans(bindir)
     assert os.listdir(parent) == parts  # SIGKILL skips every cleanup
     again, _ = _start(machine, parent / "node17", hang=False)
     stdout, stderr = again.communicate(timeout=120)
     assert again.returncode == 0, stderr
     assert os.listdir(parent) == ["node17"]  # the dead run's .part is gone
     assert load(str(parent / "node17")).command("nvidia_smi_xml").returncode == 0
+
+
+def _kill_orphans(bindir):
+    """SIGKILL gives gpudoctor no chance to stop the hung nvidia-smi stubs it started (each in a session
+    of its own): the test stops them, so that a suite run leaves no process behind."""
+    pidfile = bindir / "smi.pids"
+    for pid in (pidfile.read_text().split() if pidfile.exists() else ()):
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.mark.parametrize("existing", [False, True])
