@@ -116,3 +116,26 @@ def invoke(*args, env=None, input=None) -> Ran:
 @pytest.fixture
 def gpudoctor_cli():
     return run_gpudoctor
+
+
+_SMI_PARSED: dict = {}
+
+
+@pytest.fixture
+def smi_parse_memo(monkeypatch):
+    """gpudoctor.smi.parse remembered per (text, expect) for this worker, for modules that judge the same
+    recorded machines many times over (the scenarios through every command): what they test is the
+    judging and rendering, and the parse of a recording is the same each time (a pure function whose
+    SmiReport is frozen, of tuples), computed for real the first time. A parse that raises is not
+    remembered. The parsers' own tests do not use it."""
+    from gpudoctor import smi
+
+    real = smi.parse
+
+    def parse(text, expect=None):
+        key = (text, expect)
+        if key not in _SMI_PARSED:
+            _SMI_PARSED[key] = real(text, expect=expect)
+        return _SMI_PARSED[key]
+
+    monkeypatch.setattr(smi, "parse", parse)

@@ -38,8 +38,21 @@ def validator(name: str) -> Draft202012Validator:
 
 def problems(doc, name: str) -> List[str]:
     """Each way ``doc`` breaks schema ``name``, as "path: message" (empty: it conforms)."""
-    errors = sorted(map(_deepest, validator(name).iter_errors(doc)), key=lambda e: list(map(str, e.absolute_path)))
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors]
+    return list(_problems(repr(doc), name, doc))
+
+
+_SEEN: Dict[Tuple[str, str], Tuple[str, ...]] = {}
+
+
+def _problems(key: str, name: str, doc) -> Tuple[str, ...]:
+    """Validation remembered per document (its repr: key order, tuple or list, True or 1 all count) and
+    schema: the contract tests validate the same report more than once (--json and --jsonl, a report and
+    the bundle holding it), and validating is most of their time."""
+    if (key, name) not in _SEEN:
+        errors = sorted(map(_deepest, validator(name).iter_errors(doc)),
+                        key=lambda e: list(map(str, e.absolute_path)))
+        _SEEN[key, name] = tuple(f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors)
+    return _SEEN[key, name]
 
 
 def _deepest(error):

@@ -16,6 +16,7 @@ import pytest
 
 import gpudoctor
 from tests.bundle_support import ROOT, make_root, make_stubs, members, planted_env, run_cli
+from tests.conftest import invoke
 
 REQUIRED = ("snapshot/snapshot.json", "snapshot/commands/nvidia_smi_xml.out", "report.json", "report.txt",
             "report.html", "python/pip-list.json", "python/pip-config.txt", "python/conda-list.json",
@@ -92,7 +93,7 @@ def test_kernel_messages_keep_nvidia_lines_and_say_why_dmesg_failed(made):
 
 def test_replay_gives_the_same_report(made):
     bundled = json.loads(made["members"]["report.json"])
-    res = run_cli("check", "--snapshot", made["path"], "--json", env=made["env"])
+    res = invoke("check", "--snapshot", made["path"], "--json", env=made["env"])
     assert res.returncode in (0, 1), res.stderr
     replayed = json.loads(res.stdout)
     assert replayed["findings"] == bundled["findings"] and len(bundled["findings"]) >= 3
@@ -103,7 +104,7 @@ def test_replay_gives_the_same_report(made):
 
 
 def test_report_txt_is_the_verbose_text_report(made):
-    res = run_cli("check", "--snapshot", made["path"], "--verbose", "--no-color", env=made["env"])
+    res = invoke("check", "--snapshot", made["path"], "--verbose", "--no-color", env=made["env"])
     bundled = made["members"]["report.txt"].decode().splitlines()
     replayed = res.stdout.splitlines()
     assert bundled[0].endswith("(this machine)") and replayed[0].endswith(f"(replay of {made['path']})")
@@ -115,7 +116,7 @@ def test_explain_uses_the_bundle(made):
         pytest.skip("`gpudoctor explain` is not in this tree yet")
     log = made["tmp"] / "err.log"
     log.write_text("RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
-    res = run_cli("explain", "--snapshot", made["path"], str(log), env=made["env"])
+    res = invoke("explain", "--snapshot", made["path"], str(log), env=made["env"])
     assert res.returncode in (0, 1) and not res.stderr.startswith("gpudoctor: "), res.stderr
 
 
@@ -155,7 +156,7 @@ def test_anonymized_default_name_uses_the_pseudonym(tmp_path):
 
 
 def test_help_has_examples():
-    res = run_cli("bundle", "--help")
+    res = invoke("bundle", "--help")
     assert res.returncode == 0
     for text in ("--anonymize", "--output", "--timeout", "--json", "gpudoctor check --snapshot", "Examples:"):
         assert text in res.stdout

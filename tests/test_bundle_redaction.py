@@ -23,6 +23,7 @@ from gpudoctor.snapshot_folder import load
 from tests.bundle_support import (ALL_SECRETS, GPU_SERIAL, GPU_UUID, HOST, IDENTIFIERS, IPS, MACS,
                                   PIP_PASSWORD, ROOT, SECRETS, make_root, make_stubs, members, planted_env,
                                   raw_tar, run_cli)
+from tests.conftest import invoke
 
 UUID_SHAPE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -231,7 +232,7 @@ def test_anonymized_replay_maps_the_same_gpu_everywhere(anonymized):
 
 def test_anonymized_bundle_replays_into_its_report(anonymized):
     bundled = json.loads(members(anonymized)["report.json"])
-    res = run_cli("check", "--snapshot", str(anonymized), "--json")
+    res = invoke("check", "--snapshot", str(anonymized), "--json")
     replayed = json.loads(res.stdout)
     assert replayed["findings"] == bundled["findings"] and replayed["machine"] == bundled["machine"]
 

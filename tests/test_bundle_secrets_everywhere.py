@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.bundle_support import make_root, make_stubs, members, planted_env, raw_tar, run_cli
+from tests.conftest import invoke
 
 DATA = json.loads((Path(__file__).resolve().parent.parent / "gpudoctor" / "bundle" / "data" /
                    "secret_formats.json").read_text(encoding="utf-8"))
@@ -99,6 +100,6 @@ def test_the_secrets_were_there_to_find_and_the_bundle_still_replays(bundle):
     assert "env:MY_SHORT_TOKEN" in kinds
     assert json.loads(m["snapshot/snapshot.json"])["env"]["LD_LIBRARY_PATH"] == \
         "/opt/<redacted:env:MY_SHORT_TOKEN>/lib:/usr/lib"
-    res = run_cli("check", "--snapshot", str(bundle), "--json")
+    res = invoke("check", "--snapshot", str(bundle), "--json")
     assert res.returncode in (0, 1), res.stderr
     assert json.loads(res.stdout)["findings"] == json.loads(m["report.json"])["findings"]

@@ -226,8 +226,8 @@ def test_huge_single_line_file_in_bounded_memory(tmp_path):
     big = tmp_path / "oneline.log"
     with open(big, "wb") as f:
         block = b"0123456789abcdef" * 65536                       # 1 MiB, no newline anywhere
-        for i in range(160):
-            f.write(block if i != 100 else block[:1000] + b" GPU has fallen off the bus " + block[1028:])
+        for i in range(64):
+            f.write(block if i != 40 else block[:1000] + b" GPU has fallen off the bus " + block[1028:])
     # VmHWM: this process's peak since exec (ru_maxrss keeps the forking pytest's, 300 MiB late in a run).
     code = ("import resource, sys\nfrom gpudoctor.cli import main\n"
             "def peak():\n    for l in open('/proc/self/status'):\n        if l.startswith('VmHWM:'):\n"
@@ -240,7 +240,8 @@ def test_huge_single_line_file_in_bounded_memory(tmp_path):
                           cwd=str(ROOT))
     rc_line = [l for l in proc.stderr.splitlines() if l.startswith("RC ")][0].split()
     assert rc_line[1] == "0"
-    assert int(rc_line[2]) < 150 * 1024, f"peak RSS {int(rc_line[2]) // 1024} MiB for a 160 MiB line"
+    # Less than the line itself (about 27 MiB are measured): holding the line, in bytes or text, would not fit.
+    assert int(rc_line[2]) < 60 * 1024, f"peak RSS {int(rc_line[2]) // 1024} MiB for a 64 MiB line"
     out = json.loads(proc.stdout)
     assert out["diagnoses"][0]["family"] == "xid_or_hardware" and out["diagnoses"][0]["lines"] == [1]
     assert len(out["diagnoses"][0]["excerpt"]) <= 300

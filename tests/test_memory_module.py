@@ -79,11 +79,16 @@ def test_torch_is_never_imported_in_gpudoctors_process():
     pytest.param("tiny_model:not_a_module", "tiny_model:not_a_module returned int, not a torch.nn.Module",
                  marks=needs_torch),
     pytest.param("tiny_model:broken", "RuntimeError: weights file missing", marks=needs_torch),
-    ("no_such_module_xyz:build", "ModuleNotFoundError"),
+    ("no_such_module_xyz:build", "ModuleNotFoundError: No module named 'no_such_module_xyz'"),
 ])
 def test_failures_are_one_line(target, message):
     with pytest.raises(ValueError, match=message):
         spec(target)
+
+
+def test_the_users_module_is_imported_before_torch():
+    with pytest.raises(ValueError, match="ImportError: torch imported before this module: False"):
+        spec("says_if_torch_came_first:build")
 
 
 def test_target_must_be_module_colon_callable():

@@ -19,6 +19,8 @@ from gpudoctor.report import build_report
 from gpudoctor.snapshot_folder import load
 from tests.scenarios import scenario_dirs
 
+pytestmark = pytest.mark.usefixtures("smi_parse_memo")  # the recordings are parsed once (conftest)
+
 DIRS = scenario_dirs()
 # Requirement sets: none; the framework checks (--cuda); every node threshold at once; the kernel log and NVLink.
 REQUIREMENTS = {

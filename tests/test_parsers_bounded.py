@@ -152,8 +152,9 @@ SHAPES = {
 }
 
 
-def _seconds(fn, text) -> float:
-    """CPU seconds of this process (other work on the machine does not count), best of three."""
+def _seconds(fn, text, enough: float = 0.0) -> float:
+    """CPU seconds of this process (other work on the machine does not count), best of three; a run under
+    ``enough`` ends the tries (the best is under it too, and that is all the caller asks)."""
     best = float("inf")
     for _ in range(3):
         start = time.process_time()
@@ -162,6 +163,8 @@ def _seconds(fn, text) -> float:
         except (SmiParseError, BadInput):
             pass
         best = min(best, time.process_time() - start)
+        if best < enough:
+            break
     return best
 
 
@@ -170,9 +173,10 @@ def test_time_grows_linearly(name):
     fn, make = SHAPES[name]
     t_small = _seconds(fn, make(20_000))
     assert t_small < 1.0, (name, t_small)  # linear code reads 20,000 characters in milliseconds
-    t_big = _seconds(fn, make(160_000))
     # 8x the input: a linear parser takes about 8x, a quadratic one 64x (allowing 3x for noise).
-    assert t_big < max(24 * t_small, 0.05), (name, t_small, t_big)
+    bound = max(24 * t_small, 0.05)
+    t_big = _seconds(fn, make(160_000), enough=bound)
+    assert t_big < bound, (name, t_small, t_big)
 
 
 @pytest.mark.parametrize("raw, entries", [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_gpudoctor
+from tests.conftest import invoke, run_gpudoctor
 
 XML = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi" / "xml" / "rtx-3060_driver-570.124.04_cuda-12.8.xml"
 
@@ -65,7 +65,7 @@ def test_garbage_nvidia_smi_output_is_a_finding(stub_bin, script):
     # Output that is not nvidia-smi's is never a GPU; gpudoctor says it cannot tell (the hook: unknown), and
     # check shows it under "Could not tell" with its fix. An empty or truncated report is a failure of its own.
     stub_bin("nvidia-smi", script)
-    proc = run_gpudoctor("check", "--json", "--no-frameworks", env=_env(stub_bin))
+    proc = invoke("check", "--json", "--no-frameworks", env=_env(stub_bin))  # in-process: no boundary at stake
     assert "Traceback" not in proc.stderr
     findings, data = _findings(proc)
     drv = findings["DRV001"]
@@ -78,7 +78,7 @@ def test_garbage_nvidia_smi_output_is_a_finding(stub_bin, script):
 
 def test_real_xml_from_a_stub_reads_as_a_working_driver(stub_bin):
     stub_bin("nvidia-smi", f"cat '{XML}'")
-    proc = run_gpudoctor("check", "--json", "--no-frameworks", env=_env(stub_bin))
+    proc = invoke("check", "--json", "--no-frameworks", env=_env(stub_bin))
     findings, data = _findings(proc)
     assert findings["DRV001"]["status"] == "ok"
     assert "570.124.04" in findings["DRV001"]["title"]

@@ -10,6 +10,8 @@ import pytest
 from gpudoctor.findings import Status
 from tests.scenarios import expected, finding_text, report_for, scenario_dirs, text_report
 
+pytestmark = pytest.mark.usefixtures("smi_parse_memo")  # the recordings are parsed once (conftest)
+
 DIRS = scenario_dirs()
 # GPUDOCTOR_UPDATE_GOLDENS=1 rewrites each scenario's expected.txt from the current output, for a change
 # that means to alter the report; review the diff before committing it.

@@ -21,6 +21,8 @@ from tests.conftest import ROOT
 from tests.scenarios import scenario_dirs
 from tests.schema_support import assert_valid, cli, cli_json, gzip_text, live_documents
 
+pytestmark = pytest.mark.usefixtures("smi_parse_memo")  # the recordings are parsed once (conftest)
+
 DIRS = scenario_dirs()
 IDS = [p.name for p in DIRS]
 SMI = sorted(p for p in (ROOT / "fixtures" / "nvidia-smi").rglob("*") if p.is_file() and p.name != "SOURCES.md")

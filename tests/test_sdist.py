@@ -30,8 +30,8 @@ except Exception:  # not installed at all
 pytestmark = pytest.mark.skipif(SETUPTOOLS is None or SETUPTOOLS < Version("77"),
                                 reason=f"building needs setuptools>=77 (the `test` extra); found {SETUPTOOLS}")
 
-JUNK = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
-                              ".pytest_cache", ".mutmut-cache", "mutants")
+JUNK = shutil.ignore_patterns(".git", ".venv", "venv", "venv-*", ".hypothesis", "build", "dist", "*.egg-info",
+                              "__pycache__", "*.pyc", ".pytest_cache", ".mutmut-cache", "mutants")
 # What the tests read besides the package: every file below these folders must be in the sdist.
 TEST_INPUTS = ("tests", "fixtures", "contrib", "checks", "gpudoctor", "bench", "docs")
 # A small part of the suite that touches conftest, the helpers, fixtures, checks, contrib and README,

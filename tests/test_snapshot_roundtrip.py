@@ -9,6 +9,7 @@ from gpudoctor.snapshot_folder import load
 from tests.scenarios import scenario_dirs
 
 DIRS = scenario_dirs()
+pytestmark = pytest.mark.usefixtures("smi_parse_memo")  # the recordings are parsed once (conftest)
 
 
 def _raw(snap):

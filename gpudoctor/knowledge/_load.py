@@ -22,10 +22,17 @@ def load(name: str) -> Dict[str, Any]:
     return json.loads(text)
 
 
+@lru_cache(maxsize=4096)
+def as_version(text: str) -> Version:
+    """``Version(text)``, remembered: a report compares the tables' versions thousands of times, and
+    parsing one is most of what a comparison costs (an invalid one raises each time; nothing is kept)."""
+    return Version(text)
+
+
 def parse_version(text: str, what: str) -> Version:
     """``Version(text)``, with a one-line ValueError naming what was expected."""
     try:
-        return Version(str(text).strip())
+        return as_version(str(text).strip())
     except InvalidVersion:
         raise ValueError(f"not a valid {what}: {text!r}") from None
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 from packaging.version import Version
 
-from ._load import load, major_minor, os_column, parse_version
+from ._load import as_version, load, major_minor, os_column, parse_version
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,12 @@ def _rows() -> List[Dict[str, Any]]:
 
 def _row_for(want: Version) -> Optional[Dict[str, Any]]:
     """The release row for "12.4" (its GA) or "12.4.1" (exact, else newest not after it)."""
-    same_minor = [r for r in _rows() if major_minor(Version(r["toolkit"])) == major_minor(want)]
+    same_minor = [r for r in _rows() if major_minor(as_version(r["toolkit"])) == major_minor(want)]
     if not same_minor or len(want.release) < 2:
         return None
     if len(want.release) < 3:
         return same_minor[0]
-    not_after = [r for r in same_minor if Version(r["toolkit"]) <= want]
+    not_after = [r for r in same_minor if as_version(r["toolkit"]) <= want]
     return not_after[-1] if not_after else same_minor[0]
 
 
@@ -52,7 +52,7 @@ def _from_row(row: Dict[str, Any], column: str, cuda: str) -> Optional[DriverReq
                             f"{row['label']}: {row.get('note', '')}".rstrip(": "))
     if minimum:
         return req
-    if column == "windows" and row["linux_min"] and Version(row["toolkit"]).major >= 13:
+    if column == "windows" and row["linux_min"] and as_version(row["toolkit"]).major >= 13:
         # NVIDIA stopped bundling a Windows driver; assume the same branch as the Linux driver.
         branch = row["linux_min"].split(".")[0]
         return replace(req, min_driver=branch, verified=False,
@@ -77,7 +77,7 @@ def min_driver_for_cuda(cuda: str, os: str = "linux") -> Optional[DriverRequirem
     if compat is None:
         return replace(own, cuda=cuda) if own else None
     floor = compat[f"{column}_min"]
-    if own is not None and Version(own.min_driver) < Version(floor):
+    if own is not None and as_version(own.min_driver) < as_version(floor):
         # 11.0 shipped before the 11.x floor existed: its own driver is the lower bound.
         return replace(own, cuda=cuda, note=f"{own.note}; older than the {major}.x minor-version floor {floor}")
     note = f"CUDA {major}.x minor-version compatibility. {compat['note']}"
@@ -93,8 +93,8 @@ def max_cuda_for_driver(driver: str, os: str = "linux") -> Optional[str]:
     best = None
     for row in _rows():
         req = _from_row(row, column, row["toolkit"])
-        if req and have >= Version(req.min_driver):
-            best = max(best or (0, 0), major_minor(Version(row["toolkit"])))
+        if req and have >= as_version(req.min_driver):
+            best = max(best or (0, 0), major_minor(as_version(row["toolkit"])))
     return f"{best[0]}.{best[1]}" if best else None
 
 
@@ -119,7 +119,7 @@ def legacy_branch(compute_cap: Optional[str]) -> Optional[LegacyBranch]:
         return None
     cc = parse_version(compute_cap, "compute capability")
     for row in load("driver_branches")["legacy"]:
-        if cc <= Version(row["max_compute_cap"]):
+        if cc <= as_version(row["max_compute_cap"]):
             return LegacyBranch(row["architecture"], row["last_branch"], row["last_release"], row["source"])
     return None
 

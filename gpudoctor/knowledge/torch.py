@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from packaging.version import Version
-
-from ._load import load, major_minor, os_column, parse_version
+from ._load import as_version, load, major_minor, os_column, parse_version
 from .archs import arch_covers
 from .cuda import min_driver_for_cuda
 
@@ -67,7 +65,7 @@ def torch_release(version: str, os: str = "linux") -> Optional[TorchRelease]:
     want = major_minor(parse_version(version, "torch version"))
     column = os_column(os)
     for row in load("torch_releases")["releases"]:
-        if major_minor(Version(row["version"])) == want:
+        if major_minor(as_version(row["version"])) == want:
             return _release(row, column)
     return None
 
@@ -89,9 +87,9 @@ def torch_variants_for(torch_version: str, driver: Optional[str], compute_cap: O
             continue
         if driver is not None:
             need = min_driver_for_cuda(variant.cuda, os)
-            if need is None or parse_version(driver, "driver version") < Version(need.min_driver):
+            if need is None or parse_version(driver, "driver version") < as_version(need.min_driver):
                 continue
         if compute_cap is not None and not arch_covers(variant.archs, compute_cap):
             continue
         fits.append(variant)
-    return sorted(fits, key=lambda v: Version(v.cuda or "0"), reverse=True)
+    return sorted(fits, key=lambda v: as_version(v.cuda or "0"), reverse=True)
