@@ -50,6 +50,9 @@ TARGETS = {
     "checks_rest": (["gpudoctor_checks/*"], ["tests/test_checks_system.py", "tests/test_framework_checks.py",
                                              "tests/test_fabric.py", "tests/test_host_compiler.py",
                                              "tests/test_node_health.py", "tests/test_node_health_dcgm.py",
+                                             # the smoke tests (SMK*), foreign processes (NOD004), Xid (XID*)
+                                             "tests/test_node_health_smoke.py", "tests/test_hook_job.py",
+                                             "tests/test_hook_outcome.py", "tests/test_kernel_log.py",
                                              "tests/test_scenarios.py::test_scenario_findings_golden",
                                              "tests/test_scenarios.py::test_scenario",
                                              "tests/test_scenarios.py::test_scenario_text_golden"],

@@ -41,7 +41,8 @@ def _exclusive_busy(f: Facts, visible) -> List[str]:
 def _ignored_reason(line: str) -> str:
     """TensorFlow's "Ignoring visible gpu device (device: 1, name: X, ...) with core count: 5. The minimum
     required count is 8. ..." as one clause naming the setting behind it."""
-    m = re.search(r"name: ([^,]+),.*?\) (?:with |whose )(.+?)\. (The minimum required [^.]+)?", line)
+    # A sentence ends at ". " or the line's end, never inside "6.0".
+    m = re.search(r"name: ([^,]+),.*?\) (?:with |whose )(.+?)\.(?:\s|$)(?:(The minimum required .+?)\.(?=\s|$))?", line)
     if not m:
         return f"TensorFlow ignored a GPU ({line.split('] ', 1)[-1][:160]})"
     minimum = f"; {m.group(3)[0].lower()}{m.group(3)[1:]}" if m.group(3) else ""
@@ -78,8 +79,8 @@ def _tf_view(f: Facts):
         reason = "TensorFlow could not load its CUDA libraries (TF002)"
     elif log and log.ignored_gpus:
         reason = _ignored_reason(log.ignored_gpus[0])
-    elif log and log.cuinit:
-        reason = f"TensorFlow's cuInit failed: {log.cuinit}"
+    elif log and log.cuinit:  # the line's message, without the log prefix before "failed call to cuInit:"
+        reason = f"TensorFlow's cuInit failed: {log.cuinit.split('failed call to cuInit:', 1)[-1].strip()}"
     elif _driver_too_old(f, tf.cuda):
         reason = f"the driver is too old for TensorFlow's CUDA {tf.cuda} (TF003)"
     return "TensorFlow", len(tf.gpus), [], reason
