@@ -53,6 +53,7 @@ TARGETS = {
                                              # the smoke tests (SMK*), foreign processes (NOD004), Xid (XID*)
                                              "tests/test_node_health_smoke.py", "tests/test_hook_job.py",
                                              "tests/test_hook_outcome.py", "tests/test_kernel_log.py",
+                                             "tests/test_device_lists.py", "tests/test_dcgm_findings.py",
                                              "tests/test_scenarios.py::test_scenario_findings_golden",
                                              "tests/test_scenarios.py::test_scenario",
                                              "tests/test_scenarios.py::test_scenario_text_golden"],

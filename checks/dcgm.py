@@ -47,7 +47,7 @@ def _finding(f: Facts, diag, result) -> Finding:
         f": {name}{rated}" if name else rated)
     return make(title, subject=_on(result), family=None if known and known.recipe else "dcgm_diag",
                 symptom_of=known.explained_by if known else (),
-                detail=f"DCGM says: {said}" + (f" Severity {severity}: {dcgm_knowledge.severity_meaning(severity)}."
+                detail=f"DCGM says: {said}" + ("" if said[-1] in ".!?" else ".") + (f" Severity {severity}: {dcgm_knowledge.severity_meaning(severity)}."
                                                if severity else ""),
                 evidence=[Evidence(f"command:dcgmi_diag", w.text[:300]) for w in result.warnings[:4]]
                 or [Evidence("command:dcgmi_diag", f"{result.category}/{result.test}: {result.status}")],
