@@ -151,3 +151,18 @@ def test_helpers():
     assert device_lists._and(["nvidia-smi"]) == "nvidia-smi"
     assert device_lists._and(["a", "b", "c"]) == "a, b and c"
     assert device_lists._norm_uuid("GPU-AbC") == "abc" and device_lists._norm_uuid(None) == ""
+
+
+def test_a_gpu_held_in_exclusive_process_mode_is_named_as_the_cause():
+    from tests.test_framework_checks import GTX1070X6, xml
+
+    text = xml(GTX1070X6).stdout.replace("<compute_mode>Default</compute_mode>",
+                                         "<compute_mode>Exclusive_Process</compute_mode>", 1)  # GPU 0 only
+    s = snap(frameworks={"torch": torch_rec("1.13.1+cu117", "11.7", SM50_90, count=5)})
+    s.commands["nvidia_smi_xml"] = xml(GTX1070X6).__class__(("nvidia-smi", "-q", "-x"), 0, text)
+    f = run(device_lists.device_lists_agree, s)
+    assert (f.status, f.title) == (Status.FAIL, "the GPU lists disagree: torch sees 5 GPU(s) where CUDA should see 6: "
+                                                "GPU 0 is in Exclusive_Process mode and PID 3093 (./ethminer) holds it")
+    default = snap(GTX1070X6, frameworks={"torch": torch_rec("1.13.1+cu117", "11.7", SM50_90, count=5)})
+    assert run(device_lists.device_lists_agree, default).title == (
+        "the GPU lists disagree: torch sees 5 GPU(s) where CUDA should see 6")  # Default mode: shared, no cause
