@@ -69,9 +69,12 @@ def _judge(f: Facts, make, judge_gen: bool, server: bool = True):
     first_index = next(iter(groups.values()))[0]
     g = next(g for i, g in links if i == first_index)
     label = f"GPU {first_index} ({g.name or 'unknown GPU'})"
+    # A link trained down under load runs at its current generation; an idle one may drop it to save power,
+    # so a narrow link alone is rated at the generation it can reach.
+    gen = g.pcie_gen_current if f"Gen{g.pcie_gen_current} of" in next(iter(groups)) else g.pcie_gen_max
     return make("; ".join(f"{gpu_list(idx)}: PCIe link {problem}" for problem, idx in groups.items()),
                 subject=g.pci_bus_id, family="pcie_link_degraded", evidence=_evidence(f, links),
-                detail=f"{label} moves host<->GPU data at most at {link_gb(g.pcie_gen_max, g.pcie_width_current)} "
+                detail=f"{label} moves host<->GPU data at most at {link_gb(gen, g.pcie_width_current)} "
                        f"per direction instead of {link_gb(g.pcie_gen_max, g.pcie_width_max)}.",
                 fix=recipe("pcie_link_degraded", f, gpu=label, link=next(iter(groups)), bus_id=g.pci_bus_id or ""))
 
