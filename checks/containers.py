@@ -21,7 +21,7 @@ def _visible_note(visible) -> str:
 def _wants_gpu(f: Facts, c) -> list:
     """Signs that the container was meant to have a GPU (a CUDA image, nvidia-smi, a CUDA torch)."""
     signs = []
-    if c.visible not in (None, "", "void", "none"):
+    if c.visible is not None and c.visible.strip() not in ("", "void", "none"):  # as _visible_note reads it
         signs.append(Evidence("env:NVIDIA_VISIBLE_DEVICES", c.visible))
     if c.require_cuda:
         signs.append(Evidence("env:NVIDIA_REQUIRE_CUDA", c.require_cuda))
