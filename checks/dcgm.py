@@ -38,8 +38,8 @@ def _on(result) -> str:
 def _finding(f: Facts, diag, result) -> Finding:
     severity, warning = _worst(result.warnings)
     known = dcgm_knowledge.code(warning.code) if warning is not None else None
-    status = "warn" if result.status == "warn" else dcgm_knowledge.status_for(severity)
-    make = {"fail": fail, "warn": warn}.get(status, warn)
+    # DCGM's own "warn" stays a warning; a failed test fails when its severity says so
+    make = fail if result.status != "warn" and dcgm_knowledge.status_for(severity) == "fail" else warn
     name = known.name if known else (f"DCGM code {warning.code}" if warning and warning.code is not None else None)
     said = warning.text.strip() if warning is not None and warning.text else "no reason given"
     rated = f" ({severity})" if severity else ""

@@ -61,3 +61,12 @@ def test_benign_reasons_are_listed_and_not_judged(tmp_path):
     assert (f.status.value, f.title) == ("ok", "no thermal or power slowdown on 1 GPU(s) (active: gpu_idle)")
     [g] = findings(snap, "CLK002", no_slowdown=True)
     assert (g.status.value, g.title) == ("ok", "no thermal or power slowdown on 1 GPU(s)")
+
+
+def test_a_gpu_with_no_reason_and_no_temperature_is_shown_as_such(tmp_path):
+    text = hs.xml(TWO, clocks_throttle_reason_gpu_idle="Not Active")       # GPU 0: nothing active
+    head, sep, tail = second_gpu_hot(text).partition("</gpu>")
+    text = head + sep + tail.replace("<gpu_temp>24 C</gpu_temp>", "<gpu_temp>N/A</gpu_temp>", 1)  # GPU 1: no reading
+    [f] = findings(hs.answered(tmp_path / "s", text), "CLK001")
+    assert [e.excerpt for e in f.evidence] == ["GPU 0: none active, 24C", "GPU 1: sw_power_cap, sw_thermal_slowdown"]
+    assert f.detail.startswith("GPU 1 reports: the driver holds the clocks down")

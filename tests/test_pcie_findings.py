@@ -31,3 +31,14 @@ def test_a_narrow_idle_link_is_rated_at_the_generation_it_can_reach(tmp_path):
     [f] = findings(x1, "PCI001")
     assert f.detail == ("GPU 0 (NVIDIA GeForce RTX 4090) moves host<->GPU data at most at 1.0 GB/s per direction "
                         "instead of 15.8 GB/s.")
+
+
+def test_two_kinds_of_narrow_link_are_two_groups_and_the_first_gpu_is_the_subject(tmp_path):
+    text = hs.xml("rtx-2080-ti-x2_driver-410.73_cuda-10.0_ecc-na.xml", current_link_width="1x")
+    head, sep, tail = text.partition("</gpu>")
+    text = head + sep + tail.replace("<current_link_width>16x</current_link_width>",
+                                     "<current_link_width>2x</current_link_width>", 1)
+    [f] = findings(hs.answered(tmp_path / "s", text), "PCI001")
+    assert (f.status.value, f.title, f.subject) == (
+        "warn", "GPU 0: PCIe link x1 of x16; GPU 1: PCIe link x2 of x16", "00000000:02:00.0")
+    assert f.detail.startswith("GPU 0 (GeForce RTX 2080 Ti) moves host<->GPU data at most at ")

@@ -87,3 +87,11 @@ def test_a_lost_gpu_fails_xid002_and_its_switches_fail_sxid001_as_its_symptom():
                              "NVSwitches must be reset together, in practice a reboot.")
     assert switch.fix.kb_id == "nvswitch_sxid"
     assert judged(xid.xid_reset, SXID)[0].status.value == "ok"  # an SXid is never an Xid finding
+
+
+def test_an_xid_the_catalog_does_not_list_needs_a_person_and_says_only_what_its_action_means():
+    line = "[ 12.5] NVRM: Xid (PCI:0000:3b:00): 999, pid=77, name=python, something new"
+    [f] = judged(xid.xid_service, [line])
+    assert (f.status.value, f.title, f.detail) == (
+        "warn", "Xid 999 on GPU at PCI 0000:3b:00: an Xid NVIDIA's catalog does not list; action UNKNOWN",
+        "UNKNOWN: an Xid NVIDIA's catalog (as gpudoctor has it) does not list.")  # UNKNOWN is not a drain action
