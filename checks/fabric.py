@@ -34,7 +34,7 @@ def nvlink_up(f: Facts):
         return skip(f"no GPU here uses NVLink ({gpus[0].note if gpus and gpus[0].note else 'no links listed'})")
     if not down:
         speeds = sorted({s for g in used for _, s in g.links})
-        return ok(f"{len(used)} GPU(s), {sum(len(g.links) for g in used)} NVLinks, all up ({speeds[0]:g} GB/s)")
+        return ok(f"{len(used)} GPU(s), {_nvlinks(sum(len(g.links) for g in used))}, all up ({speeds[0]:g} GB/s)")
     parts = [f"GPU {g.index}: {_links(g.down) if g.down else 'all links'} down" for g in down]
     wired = fabric or any(switches.is_baseboard_gpu(g.name) for g in down)
     ev = [Evidence("command:nvidia_smi_nvlink_s", f"GPU {g.index}: {g.name} {_links(g.down) or g.note}") for g in down]
@@ -73,7 +73,7 @@ def nvlink_errors(f: Facts):
                     detail="Each one is a link that had to retrain; not growing now.",
                     fix=recipe("nvlink_down", f, gpu=f"GPU {recovered[0].gpu}"))
     links = {(c.gpu, c.link) for c in e.first}
-    return ok(f"{len(links)} NVLinks, no recovery errors, no counter growing{measured}")
+    return ok(f"{_nvlinks(len(links))}, no recovery errors, no counter growing{measured}")
 
 
 def _unregistered(f: Facts) -> list:
@@ -110,3 +110,7 @@ def fabric_manager(f: Facts):
 
 
 CHECKS = (nvlink_up, nvlink_errors, fabric_manager)
+
+
+def _nvlinks(n: int) -> str:
+    return f"{n} NVLink" + ("" if n == 1 else "s")

@@ -547,7 +547,7 @@ def test_a_second_nvlink_reading_that_hangs_keeps_the_first(stub_bin, live_root,
     code, out, err = hook(capsys, "--nvlink", "--no-fabric-manager", "--timeout", "2.5", "--json")
     assert (code, err) == (0, "")
     nvl002 = next(c for c in json.loads(out)["checks"] if c["check"] == "NVL002")
-    assert (nvl002["state"], nvl002["title"]) == ("ok", "1 NVLinks, no recovery errors, no counter growing; "
+    assert (nvl002["state"], nvl002["title"]) == ("ok", "1 NVLink, no recovery errors, no counter growing; "
                                                          "read once, growth not measured")
 
 
