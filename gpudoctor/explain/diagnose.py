@@ -87,6 +87,7 @@ class Diagnoser:
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
         proposals = _without_covered_fallbacks(proposals)
+        proposals += self._clued(proposals)
         diagnoses = self._merge(proposals)
         self._attach_differentials(diagnoses, proposals)
         return diagnoses, notes
@@ -127,6 +128,19 @@ class Diagnoser:
                 for alt in sig.alternatives
                 if alt.specificity is not None and (alt.requires or not clued_only)
                 and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
+
+    def _clued(self, proposals: List[_Proposal]) -> List[_Proposal]:
+        """A family the text's words name for the whole machine (another vendor's GPU and no NVIDIA one:
+        ``clue_families`` of _context.json) outranks the readings that presume what that rules out."""
+        out = []
+        for rule in self.catalog.data.get("clue_families", ()):
+            under = [p for p in proposals if p.family in rule["over"]]
+            if not under or not _flags_ok(rule["requires"], rule.get("excludes", ()), self.ctx.flags):
+                continue
+            best = max(under, key=lambda p: p.score)
+            out.append(_Proposal(rule["family"], rule["recipe"], best.score + rule["lift"], best.hit,
+                                 list(rule["explanation"]), "alternative"))
+        return out
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
         """A family this message can mean that the checks find on the recorded machine, when the text did not

@@ -1,0 +1,41 @@
+"""Classes of real errors round 7 of issue 10 reads for the class (REAL texts from the tuning sets, named next to
+each): how competing readings are ordered when the rest of the text speaks about the whole machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+
+INSUFFICIENT = ("CUDA failure 35: CUDA driver version is insufficient for CUDA runtime version ; GPU=670512248 ; "
+                "expr=cudaSetDevice(info_.device_id);")
+NO_DRIVER_SELECTED = 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
+
+OTHER_GPU = [
+    # round5 no_nvidia_gpu-roop-unleashed-524 (before round 7: driver too old)
+    ("I'm using a Rx7900xt from AMD i can't use Cuda\n" + INSUFFICIENT, [], "cuda_insufficient_driver"),
+    # round6-a no_nvidia_gpu-sddocker-82 (before round 7: the container got no GPU)
+    (NO_DRIVER_SELECTED + "\nGraphics Mesa Intel® Xe Graphics (TGL GT2)", ["container"],
+     "docker_could_not_select_device_driver"),
+    # round5 no_nvidia_gpu-Meshroom-624's words (before round 7: driver too old)
+    (INSUFFICIENT + "\nhi all , can we use meshroom with a no cuda video cart ?", ["windows"], "cuda_insufficient_driver"),
+]
+
+
+@pytest.mark.parametrize("text,flags,sig", OTHER_GPU)
+def test_another_vendors_gpu_named_puts_no_nvidia_gpu_above_readings_that_presume_one(text, flags, sig):
+    d = explain_text(text, flags=flags).diagnoses
+    assert (d[0].family, d[0].recipe, d[0].id, d[0].via) == ("no_nvidia_gpu", "no_nvidia_gpu", sig, "alternative")
+    assert d[0].explanation[0].startswith("The text names this machine's graphics as another vendor's")
+    assert d[0].score == d[1].score + 5 and d[1].family in ("driver_too_old", "no_device_in_container")
+
+
+@pytest.mark.parametrize("text,flags", [
+    (INSUFFICIENT, []),                                                             # nothing said of the machine
+    ("Intel(R) UHD Graphics 630 and NVIDIA GeForce GTX 1050 Ti (Optimus laptop)\n" + INSUFFICIENT, []),  # hybrid
+    ("AMD Ryzen 9 5900X, 64 GB\n" + INSUFFICIENT, []),                                # an AMD CPU is no AMD GPU
+])
+def test_no_other_gpu_or_an_nvidia_one_named_leaves_the_reading_of_the_message(text, flags):
+    d = explain_text(text, flags=flags).diagnoses
+    assert d[0].family == "driver_too_old"
+    assert "no_nvidia_gpu" not in [x.family for x in d]
