@@ -52,3 +52,24 @@ def test_error_803_is_a_differential_led_by_the_cuda_compat_libcuda_its_real_thr
     cands = d[0].differential.candidates
     assert [(c.family, c.prior) for c in cands] == [("cuda_compat_unsupported", 5), ("driver_library_mismatch", 2)]
     assert cands[1].tell_apart.command == "cat /proc/driver/nvidia/version && nvidia-smi"
+
+
+VOCABULARY = [
+    # round6-a nccl_errors-nccl-631: an NCCL_* variable is NCCL's word (before round 7: no answer)
+    ('the model "freeze"(stuck) when using 4 or more GPUs. So, while trying various things, I confirmed that the model '
+     "works by setting the variable NCCL_P2P_DISABLE =1 .", "nccl_errors", "NCCL_P2P_DISABLE"),
+    # round6-a nccl_errors-nccl-2079: an nccl* call is too (before round 7: hardware, from 'PCIe')
+    ("[Bug]: ncclAllReduce deadlocks on 2x RTX 5880 Ada (PCIe PHB topology, no NVLink)", "nccl_errors", "ncclAllReduce"),
+    # round5 arch_unsupported-koboldcpp-610 (before round 7: no answer)
+    ("Koboldcpp 1.55: ERROR: ggml-cuda was compiled without support for the current GPU architecture.",
+     "arch_unsupported", "current GPU architecture"),
+    # round4 oom-paddlemodels-3011 (before round 7: no answer)
+    ("Cannot malloc 49.0002 MB GPU memory. Please shrink FLAGS_fraction_of_gpu_memory_to_use", "oom", "Cannot malloc"),
+]
+
+
+@pytest.mark.parametrize("text,family,word", VOCABULARY)
+def test_generic_phrasings_of_a_part_of_the_stack_are_read_by_the_vocabulary(text, family, word):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family, d[0].via) == ("vocabulary", family, "vocabulary")
+    assert word in d[0].values["words"].split(", ")
