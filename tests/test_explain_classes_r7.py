@@ -73,3 +73,21 @@ def test_generic_phrasings_of_a_part_of_the_stack_are_read_by_the_vocabulary(tex
     d = explain_text(text).diagnoses
     assert (d[0].id, d[0].family, d[0].via) == ("vocabulary", family, "vocabulary")
     assert word in d[0].values["words"].split(", ")
+
+
+@pytest.mark.parametrize("text", [
+    # round6-a tf_windows_native_unsupported-tensorflow-62696 (before round 7: no answer)
+    "the cuda version of my laptop is 12.1, but I can not find the correspond tensorflow-gpu version from\n"
+    "https://tensorflow.google.cn/install/source_windows?hl=zh-cn#gpu",
+    # tune tf_windows_native_unsupported-tensorflow-60650 (before round 7: no answer)
+    "2.10 is the last GPU special version. I read that newer versions have GPU support included without a special gpu "
+    "version, but no GPU is found under these new versions",
+])
+def test_tensorflows_gpu_package_or_its_last_windows_release_on_windows_is_the_native_windows_story(text):
+    d = explain_text(text, flags=["windows"]).diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", "tf_windows_native_unsupported")
+
+
+def test_tensorflow_gpu_without_a_windows_word_is_not_read_as_windows():
+    d = explain_text("pip install tensorflow-gpu\nlibcudart.so.11.0: cannot open shared object file").diagnoses
+    assert d and all(x.family != "tf_windows_native_unsupported" for x in d)
