@@ -91,3 +91,11 @@ def test_tensorflows_gpu_package_or_its_last_windows_release_on_windows_is_the_n
 def test_tensorflow_gpu_without_a_windows_word_is_not_read_as_windows():
     d = explain_text("pip install tensorflow-gpu\nlibcudart.so.11.0: cannot open shared object file").diagnoses
     assert d and all(x.family != "tf_windows_native_unsupported" for x in d)
+
+
+def test_tf_as_a_word_names_tensorflow_so_its_missing_cuda_dll_is_tensorflows():
+    # round5 tf_no_gpu_libs-tensorflow-40108 (before round 7: an extension built for another CUDA)
+    d = explain_text("TF reports cublas64_10.dll not found", flags=["windows"]).diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", "tf_no_gpu_libs")
+    assert d[0].values["words"] == "libcublas, TF, windows"
+    assert [c.family for c in d[0].differential.candidates][:2] == ["tf_no_gpu_libs", "extension_build_mismatch"]
