@@ -99,3 +99,20 @@ def test_tf_as_a_word_names_tensorflow_so_its_missing_cuda_dll_is_tensorflows():
     assert (d[0].id, d[0].family) == ("vocabulary", "tf_no_gpu_libs")
     assert d[0].values["words"] == "libcublas, TF, windows"
     assert [c.family for c in d[0].differential.candidates][:2] == ["tf_no_gpu_libs", "extension_build_mismatch"]
+
+
+SMI = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+       "driver is installed and running.")
+
+
+def test_the_hosts_module_shown_in_a_container_thread_rules_out_the_container_reading():
+    # round2 driver_not_loaded-nvidia-docker-291 (before round 7: the container got no GPU)
+    text = "[root@localhost ~]# nvidia-smi\nmodprobe: FATAL: Module nvidia not found.\n" + SMI
+    d = explain_text(text, flags=["container"]).diagnoses
+    assert d[0].family == "driver_not_loaded"
+    assert "no_device_in_container" not in [x.family for x in d]
+
+
+def test_without_the_hosts_module_in_the_text_a_container_still_reads_as_the_container():
+    d = explain_text(SMI, flags=["container"]).diagnoses
+    assert (d[0].id, d[0].family, d[0].via) == ("smi_cannot_communicate", "no_device_in_container", "alternative")

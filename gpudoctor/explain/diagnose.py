@@ -134,8 +134,13 @@ class Diagnoser:
         ``clue_families`` of _context.json) outranks the readings that presume what that rules out."""
         out = []
         for rule in self.catalog.data.get("clue_families", ()):
+            if not _flags_ok(rule["requires"], rule.get("excludes", ()), self.ctx.flags):
+                continue
+            if "rules_out" in rule:     # a reading another clue lifted (a container) that this one rules out
+                proposals[:] = [p for p in proposals if p.family != rule["rules_out"] or p.via != "alternative"]
+                continue
             under = [p for p in proposals if p.family in rule["over"]]
-            if not under or not _flags_ok(rule["requires"], rule.get("excludes", ()), self.ctx.flags):
+            if not under:
                 continue
             best = max(under, key=lambda p: p.score)
             out.append(_Proposal(rule["family"], rule["recipe"], best.score + rule["lift"], best.hit,
