@@ -116,3 +116,21 @@ def test_the_hosts_module_shown_in_a_container_thread_rules_out_the_container_re
 def test_without_the_hosts_module_in_the_text_a_container_still_reads_as_the_container():
     d = explain_text(SMI, flags=["container"]).diagnoses
     assert (d[0].id, d[0].family, d[0].via) == ("smi_cannot_communicate", "no_device_in_container", "alternative")
+
+
+def test_a_missing_uvm_module_is_cuda_that_cannot_initialise_with_the_driver_second():
+    # round5 cuda_init_error_other-nvbio-gpl-7 (before round 7: no kernel module for the running kernel)
+    text = ("modprobe: ERROR: ../libkmod/libkmod-module.c:809 kmod_module_insert_module() could not find module by "
+            "name='nvidia_331_uvm'\nmodprobe: ERROR: could not insert 'nvidia_331_uvm': Function not implemented\n"
+            "cudaGetDeviceCount returned 30\n-> unknown error")
+    d = explain_text(text).diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("modprobe_module_not_found", "cuda_init_error_other"),
+                                                 ("modprobe_module_not_found", "driver_not_loaded")]
+    assert d[0].title == "The nvidia_331_uvm module (CUDA's unified memory) is not loaded, so CUDA cannot initialise"
+
+
+def test_a_uvm_module_that_does_not_fit_the_kernel_stays_the_driver_built_for_another_kernel():
+    # round5 driver_not_loaded-tensorflow-5473's class: 'Unknown symbol in module' is the module_kernel_mismatch clue
+    text = ("modprobe: ERROR: could not find module by name='nvidia_367_uvm'\nmodprobe: ERROR: could not insert "
+            "'nvidia_367_uvm': Unknown symbol in module, or unknown parameter (see dmesg)")
+    assert explain_text(text).diagnoses[0].family == "driver_not_loaded"
