@@ -134,3 +134,16 @@ def test_a_uvm_module_that_does_not_fit_the_kernel_stays_the_driver_built_for_an
     text = ("modprobe: ERROR: could not find module by name='nvidia_367_uvm'\nmodprobe: ERROR: could not insert "
             "'nvidia_367_uvm': Unknown symbol in module, or unknown parameter (see dmesg)")
     assert explain_text(text).diagnoses[0].family == "driver_not_loaded"
+
+
+@pytest.mark.parametrize("text,family,word", [
+    # round4 extension_build_mismatch-sdnext-3531 (before round 7: no answer)
+    ("RuntimeError: operator torchvision::nms does not exist", "extension_build_mismatch", "torchvision::nms"),
+    # round6-a torch_cpu_build-faiss-3656 (before round 7: no answer)
+    ("AttributeError: module 'faiss' has no attribute 'StandardGpuResources'", "torch_cpu_build",
+     "no attribute 'StandardGpuResources"),
+])
+def test_a_libraries_gpu_half_missing_is_read_as_its_build(text, family, word):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", family)
+    assert d[0].values["words"].split(", ")[0] == word
