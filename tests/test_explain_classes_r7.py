@@ -147,3 +147,21 @@ def test_a_libraries_gpu_half_missing_is_read_as_its_build(text, family, word):
     d = explain_text(text).diagnoses
     assert (d[0].id, d[0].family) == ("vocabulary", family)
     assert d[0].values["words"].split(", ")[0] == word
+
+
+def test_under_wsl_a_device_initialisation_failure_is_wsls_first():
+    # round5 wsl_specific-WSL-6098 (before round 7: CUDA could not initialise, devices busy)
+    text = ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n")
+    d = explain_text(text, flags=["wsl", "windows"]).diagnoses
+    assert (d[0].id, d[0].family, d[0].recipe) == ("cuda_devices_busy", "wsl_specific", "wsl_specific")
+    assert d[0].explanation[0].startswith("This ran under WSL, where CUDA reaches the GPU through the Windows driver")
+    assert d[0].score == d[1].score + 5 and d[1].family == "cuda_init_error_other"
+    assert explain_text(text).diagnoses[0].family == "cuda_init_error_other"     # no WSL: as before
+
+
+def test_under_wsl_a_messages_own_wsl_reading_is_the_one_lifted():
+    # round5 wsl_specific-VideoLingo-327's class: the message has its own WSL reading, with its own title
+    d = explain_text("modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.15.90.1-microsoft-standard-WSL2",
+                     flags=["wsl"]).diagnoses
+    assert d[0].family == "wsl_specific"
+    assert d[0].title == "modprobe finds no NVIDIA kernel module under WSL: WSL has no Linux NVIDIA driver to load"

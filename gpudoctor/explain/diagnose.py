@@ -12,7 +12,7 @@ machine the diagnosis `gpudoctor check` reaches there decides it (``machine``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from gpudoctor.explain import differential, oom
@@ -143,8 +143,12 @@ class Diagnoser:
             if not under:
                 continue
             best = max(under, key=lambda p: p.score)
-            out.append(_Proposal(rule["family"], rule["recipe"], best.score + rule["lift"], best.hit,
-                                 list(rule["explanation"]), "alternative"))
+            own = max((p for p in proposals if p.family == rule["family"]), key=lambda p: p.score, default=None)
+            if own is not None:     # a message's own reading of that family (its words, its title) is lifted
+                out.append(replace(own, score=max(own.score, best.score + rule["lift"])))
+            else:
+                out.append(_Proposal(rule["family"], rule["recipe"], best.score + rule["lift"], best.hit,
+                                     list(rule["explanation"]), "alternative"))
         return out
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
