@@ -165,3 +165,12 @@ def test_under_wsl_a_messages_own_wsl_reading_is_the_one_lifted():
                      flags=["wsl"]).diagnoses
     assert d[0].family == "wsl_specific"
     assert d[0].title == "modprobe finds no NVIDIA kernel module under WSL: WSL has no Linux NVIDIA driver to load"
+
+
+def test_operation_not_supported_is_cudas_801_a_gpu_or_driver_that_cannot_do_it():
+    # round6-a cuda_init_error_other-comfyui-940 (before round 7: no answer)
+    d = explain_text('Default arg "cuda-malloc" causes CUDA error: operation not supported on GTX 960M GPU').diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", "cuda_init_error_other")
+    assert [c.family for c in d[0].differential.candidates][:2] == ["cuda_init_error_other", "driver_too_old"]
+    # the code by number says the same: "error 801" after its introducing word
+    assert explain_text("cudaMallocAsync failed with error 801").diagnoses[0].family == "cuda_init_error_other"
