@@ -173,4 +173,4 @@ def test_operation_not_supported_is_cudas_801_a_gpu_or_driver_that_cannot_do_it(
     assert (d[0].id, d[0].family) == ("vocabulary", "cuda_init_error_other")
     assert [c.family for c in d[0].differential.candidates][:2] == ["cuda_init_error_other", "driver_too_old"]
     # the code by number says the same: "error 801" after its introducing word
-    assert explain_text("cudaMallocAsync failed with error 801").diagnoses[0].family == "cuda_init_error_other"
+    assert explain_text("cudaStreamCreate returned error 801").diagnoses[0].family == "cuda_init_error_other"
