@@ -174,3 +174,21 @@ def test_operation_not_supported_is_cudas_801_a_gpu_or_driver_that_cannot_do_it(
     assert [c.family for c in d[0].differential.candidates][:2] == ["cuda_init_error_other", "driver_too_old"]
     # the code by number says the same: "error 801" after its introducing word
     assert explain_text("cudaStreamCreate returned error 801").diagnoses[0].family == "cuda_init_error_other"
+
+
+JAX_WARNING = ("2022-11-30 12:50:08,211 - jax._src.lib.xla_bridge - WARNING - No GPU/TPU found, falling back to CPU. "
+               "(Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)")
+
+
+def test_jaxs_older_no_gpu_warning_alone_is_a_cpu_only_jaxlib():
+    # round6-a torch_cpu_build-gladia-927 (before round 7: no answer)
+    d = explain_text(JAX_WARNING).diagnoses
+    assert (d[0].id, d[0].family, d[0].recipe) == ("jax_no_gpu_found", "torch_cpu_build", "framework_cpu_build")
+    assert 'python -m pip install -U "jax[cuda12]"    # jax[cuda11] for a driver below CUDA 12' in d[0].fix.commands
+
+
+def test_jaxs_no_gpu_warning_gives_way_to_the_line_that_says_why():
+    # round1 driver_too_old-jax-15961's class: the cuInit failure on the line before decides
+    text = ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:268] failed call to cuInit: CUDA_ERROR_NO_DEVICE: no "
+            "CUDA-capable device is detected\n" + JAX_WARNING)
+    assert explain_text(text).diagnoses[0].id == "cuinit_no_device"
