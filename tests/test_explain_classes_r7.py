@@ -192,3 +192,14 @@ def test_jaxs_no_gpu_warning_gives_way_to_the_line_that_says_why():
     text = ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:268] failed call to cuInit: CUDA_ERROR_NO_DEVICE: no "
             "CUDA-capable device is detected\n" + JAX_WARNING)
     assert explain_text(text).diagnoses[0].id == "cuinit_no_device"
+
+
+def test_a_text_that_sets_cuda_visible_devices_puts_it_above_an_initialisation_failure():
+    # round4 cuda_visible_devices-cudajl-1336 (before round 7: CUDA could not initialise); an empty value counts
+    text = ('julia> ENV["CUDA_VISIBLE_DEVICES"]=""\n""\n\njulia> x = gpu(rand(Float32,2,2))\n'
+            "ERROR: CUDA error: initialization error (code 3, ERROR_NOT_INITIALIZED)")
+    d = explain_text(text).diagnoses
+    assert [(x.family, x.recipe) for x in d[:2]] == [("cuda_visible_devices", "cuda_visible_devices"),
+                                                     ("cuda_init_error_other", "cuda_init_error_other")]
+    assert d[0].explanation[0].startswith("The text sets CUDA_VISIBLE_DEVICES")
+    assert explain_text(text.split("\n", 3)[3]).diagnoses[0].family == "cuda_init_error_other"   # the error alone
