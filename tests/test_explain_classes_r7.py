@@ -200,6 +200,6 @@ def test_a_text_that_sets_cuda_visible_devices_puts_it_above_an_initialisation_f
             "ERROR: CUDA error: initialization error (code 3, ERROR_NOT_INITIALIZED)")
     d = explain_text(text).diagnoses
     assert [(x.family, x.recipe) for x in d[:2]] == [("cuda_visible_devices", "cuda_visible_devices"),
-                                                     ("cuda_init_error_other", "cuda_init_error_other")]
+                                                     ("cuda_init_error_other", "cuda_fork")]
     assert d[0].explanation[0].startswith("The text sets CUDA_VISIBLE_DEVICES")
     assert explain_text(text.split("\n", 3)[3]).diagnoses[0].family == "cuda_init_error_other"   # the error alone
