@@ -12,10 +12,10 @@ machine the diagnosis `gpudoctor check` reaches there decides it (``machine``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from gpudoctor.explain import differential, oom
+from gpudoctor.explain import clues, differential, oom
 from gpudoctor.explain.catalog import NOTES
 from gpudoctor.explain.derive import derive
 from gpudoctor.explain.machine import view as machine_view
@@ -63,6 +63,11 @@ class _Proposal:
     analysis: Optional[oom.OomVerdict] = None
 
 
+def _clued(family: str, recipe: str, score: int, hit: Hit, explanation: List[str]) -> _Proposal:
+    """A reading a clue about the whole machine proposes (``clues``), on the line of the reading it outranks."""
+    return _Proposal(family, recipe, score, hit, explanation, "alternative")
+
+
 class Diagnoser:
     """Turns hits plus context into diagnoses and notes; ``facts`` (a snapshot's) tailor and decide."""
 
@@ -87,7 +92,7 @@ class Diagnoser:
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
         proposals = _without_covered_fallbacks(proposals)
-        proposals += self._clued(proposals)
+        proposals = clues.apply(self.catalog.data.get("clue_families", ()), self.ctx.flags, proposals, _clued)
         diagnoses = self._merge(proposals)
         self._attach_differentials(diagnoses, proposals)
         return diagnoses, notes
@@ -128,28 +133,6 @@ class Diagnoser:
                 for alt in sig.alternatives
                 if alt.specificity is not None and (alt.requires or not clued_only)
                 and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
-
-    def _clued(self, proposals: List[_Proposal]) -> List[_Proposal]:
-        """A family the text's words name for the whole machine (another vendor's GPU and no NVIDIA one:
-        ``clue_families`` of _context.json) outranks the readings that presume what that rules out."""
-        out = []
-        for rule in self.catalog.data.get("clue_families", ()):
-            if not _flags_ok(rule["requires"], rule.get("excludes", ()), self.ctx.flags):
-                continue
-            if "rules_out" in rule:     # a reading another clue lifted (a container) that this one rules out
-                proposals[:] = [p for p in proposals if p.family != rule["rules_out"] or p.via != "alternative"]
-                continue
-            under = [p for p in proposals if p.family in rule["over"]]
-            if not under:
-                continue
-            best = max(under, key=lambda p: p.score)
-            own = max((p for p in proposals if p.family == rule["family"]), key=lambda p: p.score, default=None)
-            if own is not None:     # a message's own reading of that family (its words, its title) is lifted
-                out.append(replace(own, score=max(own.score, best.score + rule["lift"])))
-            else:
-                out.append(_Proposal(rule["family"], rule["recipe"], best.score + rule["lift"], best.hit,
-                                     list(rule["explanation"]), "alternative"))
-        return out
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
         """A family this message can mean that the checks find on the recorded machine, when the text did not
