@@ -203,3 +203,14 @@ def test_a_text_that_sets_cuda_visible_devices_puts_it_above_an_initialisation_f
                                                      ("cuda_init_error_other", "cuda_fork")]
     assert d[0].explanation[0].startswith("The text sets CUDA_VISIBLE_DEVICES")
     assert explain_text(text.split("\n", 3)[3]).diagnoses[0].family == "cuda_init_error_other"   # the error alone
+
+
+@pytest.mark.parametrize("machine", [
+    "Intel UHD Graphics 620 + NVIDIA MX150",
+    "00:02.0 VGA compatible controller: Intel Corporation UHD Graphics 630\n"
+    "01:00.0 3D controller: NVIDIA Corporation TU117M (rev a1)",
+    "Optimus laptop: Intel Iris Xe graphics and the discrete card",
+])
+def test_a_hybrid_laptop_naming_intel_graphics_still_has_an_nvidia_gpu(machine):
+    d = explain_text(machine + "\n" + INSUFFICIENT).diagnoses
+    assert d[0].family == "driver_too_old" and "no_nvidia_gpu" not in [x.family for x in d]
