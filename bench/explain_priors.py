@@ -8,7 +8,8 @@ causes of its message by how often each was the cause in real threads. The count
 candidate family is the number of cases of the tunable sets of bench/explain_accuracy.py - dev,
 tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
 from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-test-4, whole from
-round 6 on) and round5-a (the tunable half of frozen-test-5; round 6 holds round5-b out) -
+round 6 on), round5 (frozen-test-5, whole from round 7 on) and round6-a (the tunable half of
+frozen-test-6; round 7 holds round6-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.
@@ -26,7 +27,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5-a")   # names of bench/explain_accuracy.py; never round5-b
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6-a")   # never round6-b
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 

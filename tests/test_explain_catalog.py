@@ -121,3 +121,17 @@ def test_an_anchor_without_a_gate_becomes_its_own_gate():
 
 def test_catalog_is_loaded_once():
     assert catalog.load() is CAT
+
+
+def test_clue_rules_name_declared_flags_families_recipes_and_a_real_source():
+    rules = CAT.data["clue_families"]
+    known = set(recipes.all_recipes())
+    assert len(rules) == 4
+    for rule in rules:
+        assert set(rule["requires"]) | set(rule.get("excludes", ())) <= set(CAT.flags), rule
+        assert rule["source"].startswith("https://github.com/") and rule["explanation"], rule
+        if "rules_out" in rule:
+            assert rule["rules_out"] in CAT.families
+        else:
+            assert rule["family"] in CAT.families and rule["recipe"] in known and rule["lift"] > 0, rule
+            assert set(rule["over"]) <= set(CAT.families) and rule["family"] not in rule["over"], rule

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from gpudoctor.explain import differential, oom
+from gpudoctor.explain import clues, differential, oom
 from gpudoctor.explain.catalog import NOTES
 from gpudoctor.explain.derive import derive
 from gpudoctor.explain.machine import view as machine_view
@@ -63,6 +63,11 @@ class _Proposal:
     analysis: Optional[oom.OomVerdict] = None
 
 
+def _clued(family: str, recipe: str, score: int, hit: Hit, explanation: List[str]) -> _Proposal:
+    """A reading a clue about the whole machine proposes (``clues``), on the line of the reading it outranks."""
+    return _Proposal(family, recipe, score, hit, explanation, "alternative")
+
+
 class Diagnoser:
     """Turns hits plus context into diagnoses and notes; ``facts`` (a snapshot's) tailor and decide."""
 
@@ -87,6 +92,7 @@ class Diagnoser:
         proposals = [p for p in proposals
                      if not suppressed.get(f"family:{p.family}", set()) - {p.hit.sig.id}]
         proposals = _without_covered_fallbacks(proposals)
+        proposals = clues.apply(self.catalog.data.get("clue_families", ()), self.ctx.flags, proposals, _clued)
         diagnoses = self._merge(proposals)
         self._attach_differentials(diagnoses, proposals)
         return diagnoses, notes
