@@ -64,8 +64,9 @@ TARGETS = {
                      "gpudoctor_checks/tensorflow_build.py", "gpudoctor_checks/cuda_toolkit.py",
                      "gpudoctor_checks/nouveau.py", "gpudoctor_checks/visible_devices.py"]),
     "memory": (["gpudoctor/memory/allocator.py", "gpudoctor/memory/fit.py", "gpudoctor/memory/activations.py",
-                "gpudoctor/memory/plan.py", "gpudoctor/memory/units.py", "gpudoctor/memory/states.py"],
-               ["tests/test_memory_fit.py", "tests/test_memory_plan.py", "tests/test_memory_plan_edges.py",
+                "gpudoctor/memory/plan.py", "gpudoctor/memory/units.py", "gpudoctor/memory/states.py",
+                "gpudoctor/explain/oom.py"],  # explain's reading of an OOM message, through the same model
+               ["tests/test_explain_oom.py", "tests/test_memory_fit.py", "tests/test_memory_plan.py", "tests/test_memory_plan_edges.py",
                 "tests/test_memory_allocator.py", "tests/test_memory_units.py", "tests/test_memory_counts.py",
                 "tests/test_memory_read.py",
                 # imports torch in a child for 25 s; it pins read.py's parser, not these modules
