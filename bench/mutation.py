@@ -75,7 +75,7 @@ TARGETS = {
                                         "tests/test_scenarios.py"]),
     "facts": (["gpudoctor/facts/*"], ["tests/test_facts_core.py", "tests/test_facts_system.py",
                                       "tests/test_facts_typed.py", "tests/test_scenarios.py",
-                                      "tests/test_scenario_facts.py",
+                                      "tests/test_scenario_facts.py", "tests/test_facts_records.py",
                                       # the findings that read each fact, on real recordings
                                       "tests/test_framework_facts.py", "tests/test_host_compiler.py",
                                       "tests/test_fabric.py", "tests/test_kernel_log.py",
