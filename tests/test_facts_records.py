@@ -562,3 +562,97 @@ def test_an_nvcc_inside_a_known_toolkit_adds_nothing():
 def test_nvcc_without_a_release_number_is_missing():
     s = snap(commands={"nvcc_version": CommandResult(("nvcc", "--version"), 0, "nvcc: something else\n", "", 0.1)})
     assert _reason(s, "nvcc") == "nvcc --version printed no release number"
+
+
+@pytest.mark.parametrize("kw,root", [
+    ({"env": {"CUDA_HOME": "/opt/a/cuda-12.1/"}}, "/opt/a/cuda-12.1"),
+    ({"env": {"CUDA_PATH": "/opt/b/cuda-11.7"}}, "/opt/b/cuda-11.7"),
+    ({"env": {"CUDA_ROOT": "/opt/c/cuda-10.2//"}}, "/opt/c/cuda-10.2"),
+    ({"files": {"/srv/kit/version.json": _vjson("12.3.2")}}, "/srv/kit"),
+    ({"files": {"/srv/old/version.txt": "CUDA Version 9.2.148"}}, "/srv/old"),
+    ({"env": {"PATH": "/opt/bin"}, "links": {"/opt/bin/nvcc": {"target": "../nv/cuda-12.3/bin/nvcc",
+                                                               "real": "/opt/nv/cuda-12.3/bin/nvcc"}}},
+     "/opt/nv/cuda-12.3"),
+])
+def test_each_way_a_toolkit_is_found_on_its_own(kw, root):
+    s = snap(listings={"/usr/local": []}, **kw)
+    assert [t.root for t in _fact(s, "cuda_toolkits")] == [root]
+
+
+# --- GPU faults from the kernel log, and a GPU's dict ---------------------------------------------
+
+from gpudoctor.facts.gpu_faults import GpuFault  # noqa: E402
+from gpudoctor.facts.nvidia import Gpu  # noqa: E402
+from gpudoctor.smi.model import SmiMigDevice  # noqa: E402
+
+FAULT_LINES = [
+    "Nov 27 10:01:00 node kernel: NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.",
+    "Nov 27 10:02:00 node kernel: nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Non-fatal, Link 4 egress error",
+    "Nov 27 10:02:01 node kernel: nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 4 egress error",
+    "Nov 27 10:03:00 node kernel: nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+    "Nov 27 10:04:00 node kernel: NVRM: Xid (PCI:0000:3b:00): 999, pid=1, name=python, something",
+]
+
+
+def test_gpu_faults_of_every_kind_read_whole():
+    got = _fact(snap(commands={"kernel_journal": _journal(*FAULT_LINES)}), "gpu_faults")
+    assert got == (
+        GpuFault("GPU lost", "the GPU has fallen off the bus and does not respond", "GPU at PCI 0000:91:00", None,
+                 "RESTART_BM", "RESTART_BM", "reboot", 1, (FAULT_LINES[0],), None, None, "0000:91:00"),
+        GpuFault("SXid 12028", "Non-fatal NVSwitch error", "2 NVSwitches (PCI 0000:06:00, 0000:07:00)", None,
+                 "IGNORE", None, "informational", 2, (FAULT_LINES[1], FAULT_LINES[2]), None, 12028, None),
+        GpuFault("SXid 20034", "Fatal NVSwitch error", "NVSwitch at PCI 0000:07:00", None,
+                 "RESTART_BM", None, "reboot", 1, (FAULT_LINES[3],), None, 20034, None),
+        GpuFault("Xid 999", "an Xid NVIDIA's catalog does not list", "GPU at PCI 0000:3b:00", None,
+                 "UNKNOWN", None, "service", 1, (FAULT_LINES[4],), None, 999, "0000:3b:00"))
+
+
+def test_a_gpu_as_a_dict_lists_its_mig_devices_as_dicts():
+    mig = SmiMigDevice(0, 1, 0, 0, "1g.10gb", "MIG-1111", 9856, 13)
+    gpu = Gpu(0, "NVIDIA A100-SXM4-80GB", "GPU-aa", "00000000:07:00.0", 81920, 1000, "8.0", "Enabled", (mig, "raw"))
+    assert gpu.to_dict() == {
+        "index": 0, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-aa", "pci_bus_id": "00000000:07:00.0",
+        "memory_total_mib": 81920, "memory_used_mib": 1000, "compute_cap": "8.0", "mig_mode": "Enabled",
+        "mig_devices": [mig.to_dict(), "raw"]}
+    assert mig.to_dict()["profile"] == "1g.10gb"
+    assert gpu.label() == "GPU 0 (NVIDIA A100-SXM4-80GB)" and Gpu(2, None, None, None, None, None, None, None).label() \
+        == "GPU 2 (unknown GPU)"
+
+
+# --- which toolkit a build uses -------------------------------------------------------------------
+
+from gpudoctor.facts.cuda_paths import Pick, default_toolkit  # noqa: E402
+
+TWO_KITS = {"/usr/local": ["cuda", "cuda-11.8", "cuda-12.4"]}
+TO_11 = {"/usr/local/cuda": {"target": "/usr/local/cuda-11.8", "real": "/usr/local/cuda-11.8"}}
+NVCC_12 = {"/opt/bin/nvcc": {"target": "/usr/local/cuda-12.4/bin/nvcc", "real": "/usr/local/cuda-12.4/bin/nvcc"}}
+
+
+@pytest.mark.parametrize("kw,root", [
+    ({"env": {"CUDA_PATH": "/usr/local/cuda-12.4"}, "links": TO_11}, "/usr/local/cuda-12.4"),
+    ({"env": {"CUDA_HOME": "/usr/local/cuda-11.8", "CUDA_PATH": "/usr/local/cuda-12.4"}}, "/usr/local/cuda-11.8"),
+    ({"env": {"PATH": "/opt/bin"}, "links": {**TO_11, **NVCC_12}}, "/usr/local/cuda-12.4"),
+    ({"env": {"CUDA_PATH": "/usr/local/cuda-11.8", "PATH": "/opt/bin"}, "links": NVCC_12}, "/usr/local/cuda-11.8"),
+    ({"links": TO_11}, "/usr/local/cuda-11.8"),
+    ({}, "/usr/local/cuda"),                        # a /usr/local/cuda whose target was not recorded
+])
+def test_the_toolkit_a_build_uses_by_priority(kw, root):
+    got = default_toolkit(Facts(snap(listings=TWO_KITS, **kw)))
+    assert (got.root if got else None) == root
+
+
+def test_two_toolkits_and_nothing_saying_which_is_no_default():
+    assert default_toolkit(Facts(snap(listings={"/usr/local": ["cuda-11.8", "cuda-12.4"]}))) is None
+    assert default_toolkit(Facts(snap(listings={"/usr/local": ["cuda-11.8"]}))).root == "/usr/local/cuda-11.8"
+
+
+def test_the_nvcc_pick_names_the_toolkit_of_its_release_when_its_place_is_unknown():
+    commands = {"nvcc_version": CommandResult(("nvcc", "--version"), 0, NVCC_OUT, "", 0.1)}
+    picks = _fact(snap(listings=TWO_KITS, commands=commands), "cuda_picks")
+    nvcc = next(p for p in picks if p.what == "nvcc on PATH")
+    assert nvcc == Pick("nvcc on PATH", "nvcc", "command:nvcc_version",
+                        Toolkit("/usr/local/cuda-12.4", "12.4", "listing:/usr/local"), "12.4")
+    assert nvcc.describe() == "nvcc on PATH -> CUDA 12.4 at /usr/local/cuda-12.4"
+    one_kit = _fact(snap(listings={"/usr/local": ["cuda-11.8"]}, commands=commands), "cuda_picks")
+    assert next(p for p in one_kit if p.what == "nvcc on PATH").describe() == \
+        "nvcc on PATH -> CUDA 12.4 at nvcc"
