@@ -27,7 +27,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6-a")   # never round6-b
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7-a")   # never round7-b
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 

@@ -28,7 +28,7 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TUNING = ("dev", "eval", "tune", "round1", "round2", "round3", "round4", "round5", "round6-a")   # never round6-b (round 7 holds it out)
+TUNING = ("dev", "eval", "tune", "round1", "round2", "round3", "round4", "round5", "round6", "round7-a")   # never round7-b (round 8 holds it out)
 DATA = ROOT / "gpudoctor" / "knowledge" / "data" / "error_vocabulary.json"
 NOT_ENV = "not_env_problem"
 
