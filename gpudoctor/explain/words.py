@@ -5,7 +5,8 @@ was read: the terms of ``knowledge/data/error_vocabulary.json`` (``libcuda``, ``
 the error codes of ``error_codes.json`` by name in any spelling (``CUDA_ERROR_NO_DEVICE``,
 ``cudaErrorNoDevice``, pynvml's ``NVMLError_DriverNotLoaded``) as ``code:<squashed name>``, and by
 number only after words that introduce one ("cudaGetDeviceCount returned 30", "error 804",
-"code=803(cudaErrorSystemDriverMismatch)", "Check failed: ... (30 vs. 0)", "the 804 error").
+"code=803(cudaErrorSystemDriverMismatch)", "Check failed: ... (30 vs. 0)", "the 804 error"); a number below 30
+only on a line naming its table's API, and from that table ("NVML: can't get GPU #0, error code 15").
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from gpudoctor.literals import fold, needles
 # or before "error" ("the 804 error").
 _NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
                      r"|\((\d{2,4}) vs\. 0\)|\b(\d{3,4}) error\b", re.IGNORECASE)
+
+# A number below 30 after such words (and "failure: 3"), read only on a line that names its table's API.
+_SMALL_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with|failure)\W{0,4}(?:code\W{0,3}|#)?\(?"
+                           r"(\d{1,2})\b(?![.,]\d)", re.IGNORECASE)
 
 # The rows of a pasted nvidia-smi table ("| NVIDIA-SMI 535.161.08   Driver Version: ...", "+----+"): a table
 # shows a working driver, so its words (driver, ECC, NVIDIA-SMI) are no complaint about one.
@@ -60,6 +65,14 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
     for m in _NUMBER.finditer(text):
         for code in vocabulary.codes_by_number().get(int(m.group(1) or m.group(2) or m.group(3)), ()):
             out.setdefault("code:" + code.key, _mark(text, source, m.group(0), m.start()))
+    for named_by, by_number in vocabulary.small_codes_by_table():
+        for line_match in named_by.finditer(text):
+            start = text.rfind("\n", 0, line_match.start()) + 1
+            end = text.find("\n", line_match.end())
+            line = text[start:end if end != -1 else len(text)]
+            for m in _SMALL_NUMBER.finditer(line):
+                for code in by_number.get(int(m.group(1)), ()):
+                    out.setdefault("code:" + code.key, _mark(text, source, m.group(0), start + m.start()))
     known = {t.id for t in vocabulary.terms()}
     for flag in flags:
         if flag in known and flag not in out:

@@ -86,6 +86,20 @@ def codes_by_number() -> Dict[int, Tuple[Code, ...]]:
 
 
 @lru_cache(maxsize=None)
+def small_codes_by_table() -> Tuple[Tuple["re.Pattern[str]", Dict[int, Tuple[Code, ...]]], ...]:
+    """Per table that a line can name (``tables`` of error_codes.json): the words naming it, and its codes
+    below 30 by number - read only on a line naming that table."""
+    out = []
+    for row in load("error_codes").get("tables", ()):
+        by_number: Dict[int, Tuple[Code, ...]] = {}
+        for code in codes():
+            if code.table == row["table"] and code.number is not None and code.number < 30:
+                by_number[code.number] = by_number.get(code.number, ()) + (code,)
+        out.append((re.compile(row["named_by"]), by_number))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
 def tell_apart() -> Dict[str, TellApart]:
     return {r["family"]: TellApart(r["family"], r["recipe"], r["command"], r["shows"], r.get("only_in"),
                                    framework=r.get("framework"))
