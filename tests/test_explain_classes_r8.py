@@ -91,3 +91,46 @@ def test_the_nvrm_version_line_is_no_gpu_fault():
     assert "xid" not in features("NVIDIA information:\n    CUDA Version:\n    NVRM Version:\n    UUID:")
     assert "xid" in features("NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.")
     assert "xid" in features("kernel: NVRM: GPU at PCI:0000:01:00: GPU-1234 has failed to respond")
+
+
+SUSPEND_WORDS = [
+    # round7-a suspend_resume_uvm-ollama-8638 (before round 8: CUDA initialisation, error 999's differential's
+    # first): CUDA working after a boot and failing hours later, the way users tell a suspend they do not name
+    ('I run **ollama serve** on Ubuntu 22.04.5 LTS. If I do it right after system boot everything works fine but '
+     "can't run it on GPU several hours (mins) later after system boot. The error itself seems to be \n\n"
+     '`time=2025-01-28T17:02:55.661+03:00 level=WARN source=gpu.go:623 msg="unknown error initializing cuda driver '
+     'library /usr/lib/x86_64-linux-gnu/libcuda.so.550.144.03: cuda driver library init failure: 999. see '
+     'https://github.com/ollama/ollama/blob/main/docs/troubleshooting.md for more information"\n`'),
+    # the same class in other words (lid, the machine going to sleep)
+    "After I close the laptop lid and open it again: RuntimeError: CUDA error: unknown error",
+    "cuInit failed: CUDA_ERROR_UNKNOWN once the computer went to sleep overnight",
+]
+
+
+@pytest.mark.parametrize("text", SUSPEND_WORDS)
+def test_error_999_with_a_suspend_in_other_words_is_read_as_suspend_resume(text):
+    d = _first(text)
+    assert d.family == "suspend_resume_uvm"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: CUDA error: unknown error",                                            # nothing said: the prior
+    "After a reboot it works again, then: RuntimeError: CUDA error: unknown error",      # no time passing
+])
+def test_error_999_without_those_words_stays_with_its_prior(text):
+    assert _first(text).family == "cuda_init_error_other"
+
+
+def test_an_available_providers_list_without_cuda_is_onnxruntimes_cpu_package():
+    # round7-a torch_cpu_build-microwakeword-trainer-1 (before round 8: no answer): the list printed on its own line
+    text = ("\U0001f527 Torch CUDA Available: True\n  \u2022 Device count: 1\n  \u2022 Current device: 0\n  \u2022 Device "
+            "name: NVIDIA GeForce RTX 4060 Ti\n\n\U0001f527 ONNX Runtime Providers:\n  \u2022 ['AzureExecutionProvider', "
+            "'CPUExecutionProvider']\n\u26a0\ufe0f  CUDAExecutionProvider not available \u2014 ONNX will fall back to CPU.")
+    d = _first(text, ["container"])
+    assert (d.family, d.id) == ("torch_cpu_build", "onnxruntime_cpu_package")
+
+
+def test_the_providers_a_session_applied_are_no_list_of_what_is_installed():
+    # eval memo-13: onnxruntime-gpu whose CUDA provider failed to load applies the CPU one: not the CPU package
+    text = "Applied providers: ['CPUExecutionProvider'], with options: {'CPUExecutionProvider': {}}"
+    assert "onnxruntime_cpu_package" not in [d.id for d in explain_text(text).diagnoses]
