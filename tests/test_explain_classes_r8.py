@@ -134,3 +134,50 @@ def test_the_providers_a_session_applied_are_no_list_of_what_is_installed():
     # eval memo-13: onnxruntime-gpu whose CUDA provider failed to load applies the CPU one: not the CPU package
     text = "Applied providers: ['CPUExecutionProvider'], with options: {'CPUExecutionProvider': {}}"
     assert "onnxruntime_cpu_package" not in [d.id for d in explain_text(text).diagnoses]
+
+
+LOG_PREFIXED = [
+    # round6 extension_build_mismatch-unsloth-8580 (before round 8: no answer): a service's log read through
+    # journalctl, every line behind 'Mon dd hh:mm:ss host unit[pid]:'
+    ("Aug 12 10:38:34 fileserver unsloth[4073658]: [xformers|WARNING]WARNING[XFORMERS]: xFormers can't load C++/CUDA "
+     "extensions. xFormers was built for:\nAug 12 10:38:34 fileserver unsloth[4073658]:     PyTorch 2.10.0+cu128 with "
+     "CUDA 1208 (you have 2.11.0+cu130)\nAug 12 10:38:34 fileserver unsloth[4073658]:     Python  3.10.19 (you have "
+     "3.13.9)\nAug 12 10:38:34 fileserver unsloth[4073658]:   Please reinstall xformers (see https://github.com/"
+     "facebookresearch/xformers#installing-xformers)", "xformers_built_for_other_torch"),
+    # the same message behind `docker compose logs`' service column
+    ("unsloth-1  | WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\nunsloth-1  |"
+     "     PyTorch 2.10.0+cu128 with CUDA 1208 (you have 2.11.0+cu130)\nunsloth-1  |     Python  3.10.19 (you have "
+     "3.13.9)", "xformers_built_for_other_torch"),
+]
+
+
+@pytest.mark.parametrize("text,sig", LOG_PREFIXED)
+def test_a_log_collectors_line_prefixes_do_not_hide_a_message_spread_over_lines(text, sig):
+    d = _first(text)
+    assert (d.family, d.id) == ("extension_build_mismatch", sig)
+    assert d.title == "xFormers was built for PyTorch 2.10.0+cu128 with CUDA 1208, not the PyTorch installed here"
+
+
+def test_nccls_own_source_file_warning_is_nccls_word():
+    # round6 nccl_errors-nccl-210 (before round 8: no answer): NCCL's log line 'include/socket.h:344 WARN'
+    text = "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"
+    assert "nccl" in features(text)
+    assert _first(text).family == "nccl_errors"
+
+
+@pytest.mark.parametrize("text", [
+    "ERROR: Looks like GPU1 are stopped. Restart attempt.",       # round5 xid_or_hardware-ewbf-miner-44 (no answer)
+    "After a few hours one of the GPUs dropped off and the miner lost a GPU again",
+    # the brief's weak class 'hardware faults in plain words': ECC counts, PCIe AER errors, a GPU that keeps crashing
+    "nvidia-smi shows 12 ECC errors on GPU 3 and training crashes",
+    "kernel: pcieport 0000:00:01.1: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
+    "my GPU keeps crashing when under load, the screen goes black and the fans spin up to 100%",
+])
+def test_a_gpu_dropping_out_in_plain_words_is_a_hardware_fault(text):
+    assert "hardware_stress" in features(text)
+    assert _first(text).family == "xid_or_hardware"
+
+
+def test_ecc_named_without_a_count_of_errors_is_no_fault():
+    assert "hardware_stress" not in features("ECC errors reported: 0, everything fine, but my loss is NaN")
+    assert "hardware_stress" not in features("ECC Mode: Enabled")

@@ -3,7 +3,8 @@
 Used for a second reading when the first found nothing, and by the vocabulary fallback: ANSI colour
 codes (``\\x1b[31m``), typographic quotes and dashes pasted from a forum, non-breaking spaces, a
 message wrapped inside a sentence by a terminal or a mail client ("Resource exhausted: Out \\nof
-memory"), per-rank prefixes (``[rank0]:``), and Windows library names read as their Linux names
+memory"), per-rank prefixes (``[rank0]:``), a log collector's prefixes (syslog and journalctl's
+``Aug 12 10:38:34 host unit[pid]:``, ``docker compose logs``' ``service-1  |``), and Windows library names read as their Linux names
 (``cudnn64_8.dll`` is ``libcudnn.so.8``, ``cudart64_110.dll`` is ``libcudart.so.11.0``,
 ``nvcuda.dll`` is ``libcuda.so.1``) so that one pattern covers both.
 """
@@ -19,6 +20,10 @@ _TYPOGRAPHY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201
 # at its first column (an indented line is a traceback's or a log's own line, not a wrap).
 _WRAP = re.compile(r"(?<=[A-Za-z,])[ \t]*\r?\n(?=[a-z])")
 _RANK = re.compile(r"^\[(?:rank|Rank)\s*\d+\]:\s?", re.MULTILINE)
+# The prefix a log collector puts on each line of a service's output: syslog and `journalctl`'s short format
+# ("Aug 12 10:38:34 host unit[4073658]: "), and `docker compose logs`' service column ("ollama-1  | ").
+_LOG_PREFIX = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: ?"
+                         r"|[a-z][\w.-]*-\d+ +\| ?)", re.MULTILINE)
 # Windows DLL names -> the Linux shared object of the same library (versions kept).
 _DLLS = (
     (re.compile(r"\bcudart64_(\d+?)(\d)\.dll\b", re.IGNORECASE), r"libcudart.so.\1.\2"),
@@ -42,11 +47,12 @@ def _format_args(m: "re.Match[str]") -> str:
 
 
 def normalize(text: str) -> str:
-    """``text`` without colour codes, typography, rank prefixes and mid-sentence wraps, with DLL names
+    """``text`` without colour codes, typography, rank and log-collector prefixes and mid-sentence wraps, with DLL names
     as .so names."""
     text = _ANSI.sub("", text).translate(_TYPOGRAPHY)
     text = _WRAP.sub(" ", text)          # before the prefixes go: "[rank1]: ..." is a line of its own
     text = _RANK.sub("", text)
+    text = _LOG_PREFIX.sub("", text)
     text = _ARGS_TUPLE.sub(_format_args, text)
     for pattern, repl in _DLLS:
         text = pattern.sub(repl, text)
