@@ -181,3 +181,24 @@ def test_a_gpu_dropping_out_in_plain_words_is_a_hardware_fault(text):
 def test_ecc_named_without_a_count_of_errors_is_no_fault():
     assert "hardware_stress" not in features("ECC errors reported: 0, everything fine, but my loss is NaN")
     assert "hardware_stress" not in features("ECC Mode: Enabled")
+
+
+@pytest.mark.parametrize("text", [
+    # the message of round6 unsloth-8580 behind other log collectors' prefixes, and quoted in a reply
+    ("2024-05-01T10:00:00.1234567Z WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built "
+     "for:\n2024-05-01T10:00:00.1234567Z     PyTorch 2.10.0+cu128 with CUDA 1208 (you have 2.11.0+cu130)"),
+    ("2024-05-01T10:00:00.123456789Z stderr F WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers "
+     "was built for:\n2024-05-01T10:00:00.123456789Z stderr F     PyTorch 2.10.0+cu128 with CUDA 1208 (you have "
+     "2.11.0+cu130)"),
+    ("> Aug 12 10:38:34 fileserver unsloth[4073658]: WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. "
+     "xFormers was built for:\n> Aug 12 10:38:34 fileserver unsloth[4073658]:     PyTorch 2.10.0+cu128 with CUDA 1208 "
+     "(you have 2.11.0+cu130)"),
+])
+def test_ci_runtime_and_quote_prefixes_are_read_through(text):
+    assert _first(text).id == "xformers_built_for_other_torch"
+
+
+def test_pythons_prompt_is_no_quote():
+    from gpudoctor.explain.normalize import normalize
+    assert normalize(">>> import torch\n>>> torch.cuda.is_available()\nFalse") == (
+        ">>> import torch\n>>> torch.cuda.is_available()\nFalse")

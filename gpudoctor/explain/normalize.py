@@ -21,9 +21,13 @@ _TYPOGRAPHY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201
 _WRAP = re.compile(r"(?<=[A-Za-z,])[ \t]*\r?\n(?=[a-z])")
 _RANK = re.compile(r"^\[(?:rank|Rank)\s*\d+\]:\s?", re.MULTILINE)
 # The prefix a log collector puts on each line of a service's output: syslog and `journalctl`'s short format
-# ("Aug 12 10:38:34 host unit[4073658]: "), and `docker compose logs`' service column ("ollama-1  | ").
+# ("Aug 12 10:38:34 host unit[4073658]: "), `docker compose logs`' service column ("ollama-1  | "), the
+# timestamp CI logs and the container runtime's log files put first ("2024-05-01T10:00:00.1234567Z ",
+# "...Z stderr F "), and a mail or Markdown quote ("> "; not Python's prompt ">>> ").
 _LOG_PREFIX = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: ?"
-                         r"|[a-z][\w.-]*-\d+ +\| ?)", re.MULTILINE)
+                         r"|[a-z][\w.-]*-\d+ +\| ?"
+                         r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z (?:(?:stdout|stderr) [FP] )?"
+                         r"|(?!>>> )> ?)+", re.MULTILINE)
 # Windows DLL names -> the Linux shared object of the same library (versions kept).
 _DLLS = (
     (re.compile(r"\bcudart64_(\d+?)(\d)\.dll\b", re.IGNORECASE), r"libcudart.so.\1.\2"),
@@ -50,9 +54,9 @@ def normalize(text: str) -> str:
     """``text`` without colour codes, typography, rank and log-collector prefixes and mid-sentence wraps, with DLL names
     as .so names."""
     text = _ANSI.sub("", text).translate(_TYPOGRAPHY)
-    text = _WRAP.sub(" ", text)          # before the prefixes go: "[rank1]: ..." is a line of its own
+    text = _LOG_PREFIX.sub("", text)     # before the wraps: "ollama-1  | ..." is a line, not a wrapped word
+    text = _WRAP.sub(" ", text)          # before the rank prefixes go: "[rank1]: ..." is a line of its own
     text = _RANK.sub("", text)
-    text = _LOG_PREFIX.sub("", text)
     text = _ARGS_TUPLE.sub(_format_args, text)
     for pattern, repl in _DLLS:
         text = pattern.sub(repl, text)
