@@ -202,3 +202,22 @@ def test_pythons_prompt_is_no_quote():
     from gpudoctor.explain.normalize import normalize
     assert normalize(">>> import torch\n>>> torch.cuda.is_available()\nFalse") == (
         ">>> import torch\n>>> torch.cuda.is_available()\nFalse")
+
+
+@pytest.mark.parametrize("text", [
+    # round3 container-k8sdeviceplugin-23 (before round 8: the vocabulary's driver/library mismatch)
+    "loading NVML\nFailed to start nvml with error:  could not load NVML library",
+    # the current device plugin's lines (cmd/nvidia-device-plugin/main.go) as kubectl logs shows them
+    ("2024/01/04 06:08:15 Loading NVML\n2024/01/04 06:08:15 Failed to initialize NVML: could not load NVML library.\n"
+     "2024/01/04 06:08:15 If this is a GPU node, did you set the docker default runtime to `nvidia`?"),
+])
+def test_a_gpu_daemonset_that_cannot_load_nvml_did_not_get_the_nvidia_runtime(text):
+    d = _first(text)
+    assert (d.family, d.id) == ("no_device_in_container", "k8s_device_plugin_no_nvml")
+
+
+def test_the_plugins_hint_alone_after_another_nvml_error_is_not_this_reading():
+    # NVML 'Not Supported' (the plugin under WSL) is no missing runtime
+    text = ("E  Failed to initialize NVML: Not Supported\nE  If this is a GPU node, did you set the docker default "
+            "runtime to `nvidia`?")
+    assert "k8s_device_plugin_no_nvml" not in [d.id for d in explain_text(text).diagnoses]
