@@ -221,3 +221,21 @@ def test_the_plugins_hint_alone_after_another_nvml_error_is_not_this_reading():
     text = ("E  Failed to initialize NVML: Not Supported\nE  If this is a GPU node, did you set the docker default "
             "runtime to `nvidia`?")
     assert "k8s_device_plugin_no_nvml" not in [d.id for d in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text", [
+    # round5 tf_memory_growth-detr_tensorflow-3 (before round 8: out of memory first): TensorFlow's own cuBLAS handle
+    ("Put the following code below import tensorflow as tf at demo.py\nconfig = tf.compat.v1.ConfigProto()\n"
+     "config.gpu_options.allow_growth = True\nsession = tf.compat.v1.Session(config=config)\n\notherwise you will get "
+     "E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: "
+     "CUBLAS_STATUS_NOT_INITIALIZED"),
+    # TensorFlow's cuDNN handle failing for memory: its own message outranks the generic ALLOC_FAILED reading
+    "2021-03-01 E tensorflow/stream_executor/cuda/cuda_dnn.cc:336] Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED",
+])
+def test_tensorflows_handles_failing_for_memory_are_memory_growth(text):
+    assert _first(text).family == "tf_memory_growth"
+
+
+def test_cublas_handle_failing_outside_tensorflow_stays_out_of_memory():
+    text = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+    assert _first(text).family == "oom"
