@@ -239,3 +239,20 @@ def test_tensorflows_handles_failing_for_memory_are_memory_growth(text):
 def test_cublas_handle_failing_outside_tensorflow_stays_out_of_memory():
     text = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
     assert _first(text).family == "oom"
+
+
+@pytest.mark.parametrize("text", [
+    "cuInit returned CUDA_ERROR_SYSTEM_DRIVER_MISMATCH after apt upgrade, nvidia-smi works",
+    ("I updated my nvidia driver yesterday and now: Error 803: system has unsupported display driver / cuda driver "
+     "combination"),
+])
+def test_error_803_after_a_driver_update_is_the_module_waiting_for_a_reboot(text):
+    # round7-a driver_library_mismatch-sceneworks-1966's cause (a staged driver update, reboot pending), told in the
+    # text: 803's differential (cuda-compat 5, driver update 3) turns to the update
+    d = _first(text)
+    assert (d.family, d.id) == ("driver_library_mismatch", "cuda_system_driver_mismatch")
+
+
+def test_error_803_with_nothing_said_stays_with_its_prior():
+    text = "ggml_cuda_init: failed to initialize CUDA: system has unsupported display driver / cuda driver combination"
+    assert _first(text).family == "cuda_compat_unsupported"
