@@ -8,8 +8,8 @@ causes of its message by how often each was the cause in real threads. The count
 candidate family is the number of cases of the tunable sets of bench/explain_accuracy.py - dev,
 tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
 from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-test-4, whole from
-round 6 on), round5 (frozen-test-5, whole from round 7 on) and round6-a (the tunable half of
-frozen-test-6; round 7 holds round6-b out) -
+round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on)
+and round7-a (the tunable half of frozen-test-7; round 8 holds round7-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.

@@ -6,9 +6,9 @@
 
 The counts of a word (a term of error_vocabulary.json, an error code of error_codes.json) are how
 many cases of the tuning sets hold it, by the case's primary family: dev, eval, tune, round1,
-round2, round3, round4, round5 (whole: rounds 3 to 6 held their halves round2-b, round3-b, round4-b and
-round5-b out and measured them) and round6-a. round6-b (round 7's held-out half) and the frozen sets are
-never read. The cross-validation splits those cases by thread into k folds, counts the words on
+round2, round3, round4, round5, round6 (whole: rounds 3 to 7 held their halves round2-b, round3-b, round4-b,
+round5-b and round6-b out and measured them) and round7-a. round7-b (round 8's held-out half) and the frozen
+sets are never read. The cross-validation splits those cases by thread into k folds, counts the words on
 k-1 of them and measures the other: the fallback alone (on every case: does its first family hit,
 does it speak on texts that are not environment problems) and explain as a whole (the fallback
 speaks only where no signature did), so that the figure says how well the words generalise to
