@@ -256,3 +256,21 @@ def test_error_803_after_a_driver_update_is_the_module_waiting_for_a_reboot(text
 def test_error_803_with_nothing_said_stays_with_its_prior():
     text = "ggml_cuda_init: failed to initialize CUDA: system has unsupported display driver / cuda driver combination"
     assert _first(text).family == "cuda_compat_unsupported"
+
+
+@pytest.mark.parametrize("text", [
+    # the brief's weak class 'a CPU-only build of torch', in the ways users show it: torch.version.cuda is None,
+    # conda's CPU build strings, the old pytorch-cpu package
+    ">>> import torch\n>>> torch.version.cuda\n>>> print(torch.version.cuda)\nNone",
+    "torch.version.cuda: None, torch.backends.cudnn.enabled: True",
+    "pytorch                   2.0.1           cpu_py310hab5cca8_0    conda-forge",
+    "conda list shows pytorch 2.1.0 py3.10_cpu_0 pytorch",
+    "pytorch-cpu 1.1.0 installed via conda; cuda not found",
+])
+def test_a_cpu_build_of_torch_shown_by_its_version_fields_or_conda_build(text):
+    assert "cpu_build" in features(text)
+    assert _first(text).family == "torch_cpu_build"
+
+
+def test_torch_version_cuda_with_a_version_is_no_cpu_build():
+    assert "cpu_build" not in features(">>> torch.version.cuda\n'12.1'")
