@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from gpudoctor.fleet.read import Tally, input_files, read_stream
-from gpudoctor.fleet.split import BLOCK
 
 PARALLEL_BYTES = 32 << 20
 MIN_JOB_BYTES = 1 << 20
 MAX_WORKERS = 8
+WHOLE_BYTES = 1 << 20  # a file smaller than this is read in one read of its size
 STDIN = "/proc/self/fd/0"  # stdin redirected from a file, reopened with an offset of its own
 
 
@@ -94,15 +94,15 @@ def run_job(job: Job) -> Part:
 
 
 def _first_read(fh, job: Job) -> Optional[int]:
-    """A whole small file in one read of its size (a fresh 1 MiB buffer per file costs more
-    than reading it); None for a range, a pipe or a large file."""
+    """A whole small file in one read of its size (a fresh block-sized buffer per file costs
+    more than reading it); None for a range, a pipe or a large file."""
     if job.stop is not None or job.pipe:
         return None
     try:
         size = os.fstat(fh.fileno()).st_size
     except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
         return None
-    return size + 1 if 0 < size < BLOCK else None
+    return size + 1 if 0 < size < WHOLE_BYTES else None
 
 
 def _open(path: str, job: Job):
@@ -110,7 +110,7 @@ def _open(path: str, job: Job):
         if not _real_stdin():  # replaced in-process (a test runner, an embedding program): read what it holds
             return contextlib.nullcontext(sys.stdin.buffer)
         return os.fdopen(os.dup(0), "rb")  # the pipe itself, read by this process only
-    return open(path, "rb", buffering=0)  # reads are 1 MiB or a whole file: a buffer would only copy
+    return open(path, "rb", buffering=0)  # reads are whole blocks or a whole file: a buffer would only copy
 
 
 def _real_stdin() -> bool:

@@ -102,7 +102,7 @@ class _Blocks:
 
 _NL = re.compile(rb"\n")
 _COL0 = re.compile(rb"\n[^ \t\r\n]")  # the next line that starts at column 0 (a class, not a lookahead: faster)
-BLOCK = 1 << 20
+BLOCK = 256 << 10  # a block and the line cut from it stay in the L2 cache (1 MiB blocks: ~7 us more per report)
 
 
 class Split:
