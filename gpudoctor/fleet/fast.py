@@ -59,8 +59,9 @@ def fast(raw: bytes) -> Optional[Dict]:
     if findings_at < 0 or not raw.startswith(layout.first):
         return None
     # A second report start before the findings is a cut report with the next one glued on
-    # (anything glued later would have put its own findings and machine last).
-    if raw.find(b'"checks"', len(layout.first), findings_at) >= 0:
+    # (anything glued later would have put its own findings and machine last). rfind: the same
+    # answer as find, twice as fast over JSON (it tests the needle's first byte, not its last).
+    if raw.rfind(b'"checks"', len(layout.first), findings_at) >= 0:
         return None
     tail = _tail(raw, machine_at)
     if tail is None or _long_number(raw):
@@ -92,11 +93,11 @@ def _long_number(raw: bytes) -> bool:
     report (a run of digits that long is seen by sampling every _STRIDE-th byte)."""
     if not _MAX_DIGITS:
         return False
-    samples = raw[::_STRIDE]
-    if _DIGIT.search(samples) is None:  # the usual case: no sampled byte is a digit
-        return False
-    return any(_RUN.match(raw, at).end() - at > _STRIDE
-               for at in range(0, len(raw), _STRIDE) if 48 <= raw[at] <= 57)
+    for digit in _DIGIT.finditer(raw[::_STRIDE]):  # a report has a sampled digit or two, not sixteen
+        at = digit.start() * _STRIDE
+        if _RUN.match(raw, at).end() - at > _STRIDE:
+            return True
+    return False
 
 
 def _findings(raw: bytes, layout: _Layout, findings_at: int, machine_at: int, summary: Dict) -> Optional[list]:
