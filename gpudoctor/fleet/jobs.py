@@ -17,12 +17,13 @@ import stat
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from gpudoctor.fleet.read import Tally, input_files, read_stream
 
 PARALLEL_BYTES = 32 << 20
 MIN_JOB_BYTES = 1 << 20
+JOBS_PER_WORKER = 16
 MAX_WORKERS = 8
 WHOLE_BYTES = 1 << 20  # a file smaller than this is read in one read of its size
 STDIN = "/proc/self/fd/0"  # stdin redirected from a file, reopened with an offset of its own
@@ -128,12 +129,13 @@ def read_all(sources: Sequence[str]) -> Tally:
     if workers > 1:
         jobs = balance(jobs, workers)
     tally, offset = Tally(), 0
-    for job, part in zip(jobs, run_all(jobs, workers)):
-        if part.error:
-            raise Unreadable(part.error)
-        offset = offset if job.cont else 0
-        tally.merge(part.nodes, part.bad, part.bad_count, offset)
-        offset += part.lines
+    with contextlib.closing(run_all(jobs, workers)) as parts:
+        for job, part in zip(jobs, parts):  # merged as they come, while later jobs run
+            if part.error:
+                raise Unreadable(part.error)
+            offset = offset if job.cont else 0
+            tally.merge(part.nodes, part.bad, part.bad_count, offset)
+            offset += part.lines
     return tally
 
 
@@ -145,8 +147,10 @@ def _stdin_is_file() -> bool:
 
 
 def balance(jobs: List[Job], workers: int) -> List[Job]:
-    """Large files cut into ranges, small ones batched: about 4 jobs per worker."""
-    target = max(MIN_JOB_BYTES, sum(job.size for job in jobs if not job.pipe) // (workers * 4))
+    """Large files cut into ranges, small ones batched: about JOBS_PER_WORKER jobs per worker
+    (a report with problems costs twice as much CPU per byte as a quiet one: small jobs, handed
+    out as workers free up, keep every worker busy to the end)."""
+    target = max(MIN_JOB_BYTES, sum(job.size for job in jobs if not job.pipe) // (workers * JOBS_PER_WORKER))
     out: List[Job] = []
     batch = target  # bytes in the last batch job: full, so the first file starts a new one
     for job in jobs:
@@ -220,12 +224,18 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def run_all(jobs: List[Job], workers: int) -> List[Part]:
-    """Each job's Part, in job order: files in worker processes, pipes here meanwhile."""
+def run_all(jobs: List[Job], workers: int) -> Iterator[Part]:
+    """Each job's Part, in job order, as soon as it and those before it are done: files in
+    worker processes, pipes here meanwhile."""
     if workers <= 1:
-        return [run_job(job) for job in jobs]
+        yield from map(run_job, jobs)
+        return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
         futures = [None if job.pipe else pool.submit(run_job, job) for job in jobs]
         local = {i: run_job(job) for i, job in enumerate(jobs) if job.pipe}
-        return [local[i] if fut is None else fut.result() for i, fut in enumerate(futures)]
+        for i, fut in enumerate(futures):
+            yield local[i] if fut is None else fut.result()
+    finally:
+        pool.shutdown(cancel_futures=True)  # an unreadable input stops the reading: no job left to wait for
