@@ -26,6 +26,7 @@ MIN_JOB_BYTES = 1 << 20
 JOBS_PER_WORKER = 16
 MAX_WORKERS = 8
 WHOLE_BYTES = 1 << 20  # a file smaller than this is read in one read of its size
+PREFETCH_BYTES = 8 << 20
 STDIN = "/proc/self/fd/0"  # stdin redirected from a file, reopened with an offset of its own
 
 
@@ -86,12 +87,33 @@ def run_job(job: Job) -> Part:
             with _open(path, job) as fh:
                 if job.start:
                     fh.seek(job.start)
+                first = _first_read(fh, job)
+                if first is None and not job.pipe:  # a range or a large file
+                    _prefetch(fh, job.start, job.stop)
                 stop = None if job.stop is None else job.stop - job.start
-                split = read_stream(fh, name, tally, stop, _first_read(fh, job))
+                split = read_stream(fh, name, tally, stop, first)
                 lines = split.lines() if job.stop is not None else 0
         except OSError as exc:
             return Part([], [], 0, 0, f"{name}: cannot read ({exc.strerror or exc})")
     return Part([tuple(node) for node in tally.order], tally.bad, tally.bad_count, lines)
+
+
+def _prefetch(fh, start: int, stop: Optional[int]) -> None:
+    """Ask the kernel to read a large range ahead (to the end of the file when ``stop`` is
+    None), so that a file not in the page cache, or partly evicted from it, comes from the disk
+    while this process parses what it has. One request per PREFETCH_BYTES: the kernel caps each
+    request at its readahead size. A hint only: nothing is read here."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = fh.fileno()
+        stop = os.fstat(fd).st_size if stop is None else stop
+        if stop - start < WHOLE_BYTES:
+            return
+        for at in range(start, stop, PREFETCH_BYTES):
+            os.posix_fadvise(fd, at, min(PREFETCH_BYTES, stop - at), os.POSIX_FADV_WILLNEED)
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both; a hint only
+        return
 
 
 def _first_read(fh, job: Job) -> Optional[int]:
