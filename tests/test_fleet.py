@@ -304,3 +304,24 @@ def test_the_fast_path_agrees_with_the_full_decoder_or_steps_aside(scenario_repo
         glued = (line[: len(line) // 2] + line).encode()
         assert fast(glued) is None and fast(line[:-1].encode()) is None  # a cut report never does
         assert fast(line.replace('"machine":', '"machine": [1],"x":', 1).encode()) is None
+
+
+@pytest.mark.parametrize("gpus, model", [
+    ([{"name": "A"}] * 3, "A"),
+    ([{"name": "A"}, {"name": "B"}, {"name": "B"}], "B"),
+    ([{"name": "A"}, {"name": "B"}], "A"),                          # the first of equals
+    ([{"name": ""}, {"name": "B"}], "B"), ([{"name": ""}] * 2, None),
+    ([5, {"name": "A"}, "x"], "A"), ([{}, {"name": "A"}], "A"), ([{}, {}], None), ([], None),
+    ([{"name": 7}] * 2, "7"), ([{"name": "A" * 600}] * 2, "A" * 500),
+])
+def test_the_gpu_model_is_the_most_common_name(gpus, model):
+    from gpudoctor.fleet.node import _model
+
+    assert _model(gpus) == model
+
+
+def test_a_gpu_name_that_is_not_text_is_damage():
+    from gpudoctor.fleet.node import Damaged, _model
+
+    with pytest.raises(Damaged):
+        _model([{"name": "A"}, {"name": ["A"]}])
