@@ -29,10 +29,7 @@ class _Blocks:
         self.buf, self.pos, self.eof, self.nul = b"", 0, False, False
         self.base = 0                  # stream offset of buf[0]
         self.mark, self.line = 0, 1    # buf offset up to which newlines are counted, and the line there
-        try:
-            self.seekable = stream.seekable()
-        except (OSError, ValueError, AttributeError):
-            self.seekable = False
+        self.seekable: Optional[bool] = None  # asked when first needed: a small file read whole never is
 
     def line_at(self, at: int) -> int:
         """The line number at buffer offset ``at`` (at or after ``mark``)."""
@@ -50,6 +47,11 @@ class _Blocks:
         want = max(whole or BLOCK, keep)
         # From a file, what is kept is read again with the block (a seek back) rather than
         # copied in front of it: copying the whole block once more costs ~2 us per report.
+        if keep and self.seekable is None:
+            try:
+                self.seekable = bool(self.stream.seekable())
+            except (OSError, ValueError, AttributeError):
+                self.seekable = False
         again = keep if keep and self.seekable else 0
         if again:
             self.stream.seek(-again, 1)
