@@ -26,6 +26,7 @@ MIN_JOB_BYTES = 1 << 20
 MAX_WORKERS = 8
 WHOLE_BYTES = 1 << 20  # a file smaller than this is read in one read of its size
 PREFETCH_BYTES = 8 << 20
+AHEAD_BYTES = 256 << 20  # asked for ahead of the reader, at most
 STDIN = "/proc/self/fd/0"  # stdin redirected from a file, reopened with an offset of its own
 
 
@@ -87,10 +88,9 @@ def run_job(job: Job) -> Part:
                 if job.start:
                     fh.seek(job.start)
                 first = _first_read(fh, job)
-                if first is None and not job.pipe:  # a range or a large file
-                    _prefetch(fh, job.start, job.stop)
+                ahead = _ReadAhead.of(fh, job.start, job.stop) if first is None and not job.pipe else None
                 stop = None if job.stop is None else job.stop - job.start
-                split = read_stream(fh, name, tally, stop, first)
+                split = read_stream(fh, name, tally, stop, first, ahead)
                 lines = split.lines() if job.stop is not None else 0
         except OSError as exc:
             return Part([], [], 0, 0, f"{name}: cannot read ({exc.strerror or exc})")
@@ -107,22 +107,43 @@ def _plain(nodes: list) -> List[tuple]:
             for host, source, status, driver, cuda, gpus, model, torch, problems in nodes]
 
 
-def _prefetch(fh, start: int, stop: Optional[int]) -> None:
-    """Ask the kernel to read a large range ahead (to the end of the file when ``stop`` is
-    None), so that a file not in the page cache, or partly evicted from it, comes from the disk
-    while this process parses what it has. One request per PREFETCH_BYTES: the kernel caps each
-    request at its readahead size. A hint only: nothing is read here."""
-    if not hasattr(os, "posix_fadvise"):
-        return
-    try:
-        fd = fh.fileno()
-        stop = os.fstat(fd).st_size if stop is None else stop
+class _ReadAhead:
+    """Asks the kernel to read the next AHEAD_BYTES of a large range ahead while the reader
+    parses what it has (posix_fadvise WILLNEED, a hint only: nothing is read here), so that a
+    file not in the page cache, or partly evicted from it, comes from the disk meanwhile. A
+    window, not the whole range: a job of gigabytes does not fill the page cache ahead of use.
+    Called after each read; one request per PREFETCH_BYTES (the kernel caps each request at
+    its readahead size)."""
+
+    def __init__(self, fd: int, stop: int, asked: int):
+        self.fd, self.stop, self.asked = fd, stop, asked  # asked: where the requests so far end
+
+    @classmethod
+    def of(cls, fh, start: int, stop: Optional[int]) -> Optional["_ReadAhead"]:
+        """For the range from ``start`` to ``stop`` (the end of the file when None) of ``fh``;
+        None where there is nothing to ask for (a small range, no posix_fadvise)."""
+        if not hasattr(os, "posix_fadvise"):
+            return None
+        try:
+            fd = fh.fileno()
+            stop = os.fstat(fd).st_size if stop is None else stop
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+            return None
         if stop - start < WHOLE_BYTES:
-            return
-        for at in range(start, stop, PREFETCH_BYTES):
-            os.posix_fadvise(fd, at, min(PREFETCH_BYTES, stop - at), os.POSIX_FADV_WILLNEED)
-    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both; a hint only
-        return
+            return None
+        ahead = cls(fd, stop, start)
+        ahead()
+        return ahead
+
+    def __call__(self) -> None:
+        try:
+            until = min(self.stop, os.lseek(self.fd, 0, os.SEEK_CUR) + AHEAD_BYTES)
+            while self.asked < until:
+                size = min(PREFETCH_BYTES, self.stop - self.asked)
+                os.posix_fadvise(self.fd, self.asked, size, os.POSIX_FADV_WILLNEED)
+                self.asked += size
+        except OSError:
+            self.asked = self.stop  # a hint only: no more asking
 
 
 def _first_read(fh, job: Job) -> Optional[int]:

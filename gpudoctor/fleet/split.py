@@ -15,7 +15,7 @@ pretty document would cost as much as finding it.
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Iterator, Optional, Tuple
+from typing import BinaryIO, Callable, Iterator, Optional, Tuple
 
 MAX_LINE = 64 << 20      # bytes: a report is ~20 KB; a pretty document is capped the same
 
@@ -24,8 +24,9 @@ class _Blocks:
     """A byte stream read in growing blocks, with the position and line number of what was
     consumed. Reading ends at ``stop`` bytes, at the end, or at a NUL byte (binary data)."""
 
-    def __init__(self, stream: BinaryIO, stop: Optional[int], first: Optional[int] = None):
-        self.stream, self.left, self.first = stream, stop, first
+    def __init__(self, stream: BinaryIO, stop: Optional[int], first: Optional[int] = None,
+                 after_read: Optional[Callable[[], None]] = None):
+        self.stream, self.left, self.first, self.after_read = stream, stop, first, after_read
         self.buf, self.pos, self.eof, self.nul = b"", 0, False, False
         self.base = 0                  # stream offset of buf[0]
         self.mark, self.line = 0, 1    # buf offset up to which newlines are counted, and the line there
@@ -59,6 +60,8 @@ class _Blocks:
                 self.left += again
         want += again
         chunk = self.stream.read(want if self.left is None else min(want, self.left))
+        if self.after_read is not None:
+            self.after_read()
         if len(chunk) <= again:
             self.eof = True
             return False
@@ -124,10 +127,12 @@ class Split:
     """("doc", bytes, at) for each pretty document or line starting with ``{``, ("bad", reason,
     at) for everything else, where ``at`` is a stream offset that ``line_of`` turns into a line
     number while the item is current (or at the end). ``first``: the size of the first read
-    (a small file's size, so that it is read whole without a larger buffer)."""
+    (a small file's size, so that it is read whole without a larger buffer); ``after_read``:
+    called after each read of the stream (to ask the kernel for what comes next)."""
 
-    def __init__(self, stream: BinaryIO, stop: Optional[int] = None, first: Optional[int] = None):
-        self.blocks = _Blocks(stream, stop, first)
+    def __init__(self, stream: BinaryIO, stop: Optional[int] = None, first: Optional[int] = None,
+                 after_read: Optional[Callable[[], None]] = None):
+        self.blocks = _Blocks(stream, stop, first, after_read)
 
     def line_of(self, at: int) -> int:
         return self.blocks.line_at(at - self.blocks.base)
