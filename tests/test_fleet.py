@@ -325,3 +325,25 @@ def test_a_gpu_name_that_is_not_text_is_damage():
 
     with pytest.raises(Damaged):
         _model([{"name": "A"}, {"name": ["A"]}])
+
+
+def test_a_large_range_is_read_ahead_in_a_window(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(fleet_jobs.os, "posix_fadvise", lambda fd, at, size, how: asked.append((at, size)), raising=False)
+    monkeypatch.setattr(fleet_jobs, "AHEAD_BYTES", 3 << 20)
+    monkeypatch.setattr(fleet_jobs, "PREFETCH_BYTES", 1 << 20)
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * (10 << 20))
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(1 << 20)
+        ahead = fleet_jobs._ReadAhead.of(fh, 1 << 20, (8 << 20) + 5)
+        assert asked == [(1 << 20, 1 << 20), (2 << 20, 1 << 20), (3 << 20, 1 << 20)]  # the window only
+        fh.read(2 << 20)
+        ahead()
+        assert asked[3:] == [(4 << 20, 1 << 20), (5 << 20, 1 << 20)]
+        fh.read(10 << 20)
+        ahead()
+        assert asked[5:] == [(6 << 20, 1 << 20), (7 << 20, 1 << 20), (8 << 20, 5)]  # up to the range's end, no further
+        ahead()
+        assert len(asked) == 8
+        assert fleet_jobs._ReadAhead.of(fh, 0, 1000) is None  # a small range: nothing to ask for
