@@ -304,3 +304,46 @@ def test_the_fast_path_agrees_with_the_full_decoder_or_steps_aside(scenario_repo
         glued = (line[: len(line) // 2] + line).encode()
         assert fast(glued) is None and fast(line[:-1].encode()) is None  # a cut report never does
         assert fast(line.replace('"machine":', '"machine": [1],"x":', 1).encode()) is None
+
+
+@pytest.mark.parametrize("gpus, model", [
+    ([{"name": "A"}] * 3, "A"),
+    ([{"name": "A"}, {"name": "B"}, {"name": "B"}], "B"),
+    ([{"name": "A"}, {"name": "B"}], "A"),                          # the first of equals
+    ([{"name": ""}, {"name": "B"}], "B"), ([{"name": ""}] * 2, None),
+    ([5, {"name": "A"}, "x"], "A"), ([{}, {"name": "A"}], "A"), ([{}, {}], None), ([], None),
+    ([{"name": 7}] * 2, "7"), ([{"name": "A" * 600}] * 2, "A" * 500),
+])
+def test_the_gpu_model_is_the_most_common_name(gpus, model):
+    from gpudoctor.fleet.node import _model
+
+    assert _model(gpus) == model
+
+
+def test_a_gpu_name_that_is_not_text_is_damage():
+    from gpudoctor.fleet.node import Damaged, _model
+
+    with pytest.raises(Damaged):
+        _model([{"name": "A"}, {"name": ["A"]}])
+
+
+def test_a_large_range_is_read_ahead_in_a_window(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(fleet_jobs.os, "posix_fadvise", lambda fd, at, size, how: asked.append((at, size)), raising=False)
+    monkeypatch.setattr(fleet_jobs, "AHEAD_BYTES", 3 << 20)
+    monkeypatch.setattr(fleet_jobs, "PREFETCH_BYTES", 1 << 20)
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * (10 << 20))
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(1 << 20)
+        ahead = fleet_jobs._ReadAhead.of(fh, 1 << 20, (8 << 20) + 5)
+        assert asked == [(1 << 20, 1 << 20), (2 << 20, 1 << 20), (3 << 20, 1 << 20)]  # the window only
+        fh.read(2 << 20)
+        ahead()
+        assert asked[3:] == [(4 << 20, 1 << 20), (5 << 20, 1 << 20)]
+        fh.read(10 << 20)
+        ahead()
+        assert asked[5:] == [(6 << 20, 1 << 20), (7 << 20, 1 << 20), (8 << 20, 5)]  # up to the range's end, no further
+        ahead()
+        assert len(asked) == 8
+        assert fleet_jobs._ReadAhead.of(fh, 0, 1000) is None  # a small range: nothing to ask for

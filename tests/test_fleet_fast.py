@@ -207,6 +207,39 @@ def test_stretches_are_named_with_their_line_whatever_the_block_size(kinds, bloc
     assert split.lines() == text.count("\n")
 
 
+class _Pipe(io.BytesIO):
+    """A stream that cannot seek, as a pipe: what a block leaves over is copied, not read again."""
+
+    def seekable(self):
+        return False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["line", "pretty", "srun", "cut-pretty", "glued", "nul"]), max_size=10),
+       block=st.sampled_from([5, 64, 1000]), stop=st.floats(0, 1.2))
+def test_a_file_read_again_from_a_seek_and_a_pipe_read_once_agree(kinds, block, stop, monkeypatch):
+    """A seekable stream reads what a block leaves over again with the next block; a pipe
+    copies it. The same nodes, stretches, line numbers and line count, with a byte range's stop
+    anywhere (a stop is the stream cut there)."""
+    monkeypatch.setattr(fleet_split, "BLOCK", block)
+    text = ""
+    for i, kind in enumerate(kinds):
+        doc = {"checks": [], "findings": [], "machine": {"hostname": f"h{i}", "gpus": []},
+               "schema": "gpudoctor.report/2", "summary": {"ok": 0}}
+        whole = json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        text += {"line": whole + "\n", "pretty": json.dumps(doc, indent=2, sort_keys=True) + "\n",
+                 "srun": f"srun: error: node {i}\n", "glued": whole[:20] + whole + "\n", "nul": "x\0y\n",
+                 "cut-pretty": "\n".join(json.dumps(doc, indent=2).splitlines()[:4]) + "\n"}[kind]
+    raw = text.encode()
+    at = int(stop * len(raw))
+    out = []
+    for stream, limit in ((io.BytesIO(raw), at), (_Pipe(raw[:at]), None)):
+        tally = fleet_read.Tally()
+        split = fleet_read.read_stream(stream, "s", tally, limit)
+        out.append(([tuple(n) for n in tally.order], tally.bad, tally.bad_count, split.lines()))
+    assert out[0] == out[1]
+
+
 def test_a_document_over_the_cap_is_named_and_the_next_one_read(monkeypatch):
     monkeypatch.setattr(fleet_split, "MAX_LINE", 200)
     small = {"checks": [], "findings": [], "machine": {"hostname": "after", "gpus": []},

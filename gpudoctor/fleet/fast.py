@@ -19,7 +19,8 @@ import json
 import re
 import sys
 from itertools import repeat
-from typing import Dict, List, NamedTuple, Optional
+from operator import itemgetter
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 _DECODER = json.JSONDecoder()
 # The decoder refuses an integer of more digits than this (Python 3.11+; 0: no limit). A run of
@@ -37,12 +38,14 @@ class _Layout(NamedTuple):
     machine: bytes
     version: bytes    # the key between findings and machine (sorted keys)
     quiet: tuple      # what follows "status" in a finding that is no problem
+    tell: Callable    # the byte that tells them apart: "o" or "s"
 
 
-_COMPACT = _Layout(b'{"checks":', b',"findings":', b',"machine":', b',"gpudoctor_version":', (b':"ok"', b':"skip"'))
+_COMPACT = _Layout(b'{"checks":', b',"findings":', b',"machine":', b',"gpudoctor_version":', (b':"ok"', b':"skip"'),
+                   itemgetter(2))
 # indent=2: a top-level key is the only one at two blanks after a newline (strings hold no newline)
 _PRETTY = _Layout(b'{\n  "checks": ', b',\n  "findings": ', b',\n  "machine": ', b',\n  "gpudoctor_version": ',
-                  (b': "ok"', b': "skip"'))
+                  (b': "ok"', b': "skip"'), itemgetter(3))
 
 
 def fast(raw: bytes) -> Optional[Dict]:
@@ -59,8 +62,9 @@ def fast(raw: bytes) -> Optional[Dict]:
     if findings_at < 0 or not raw.startswith(layout.first):
         return None
     # A second report start before the findings is a cut report with the next one glued on
-    # (anything glued later would have put its own findings and machine last).
-    if raw.find(b'"checks"', len(layout.first), findings_at) >= 0:
+    # (anything glued later would have put its own findings and machine last). rfind: the same
+    # answer as find, twice as fast over JSON (it tests the needle's first byte, not its last).
+    if raw.rfind(b'"checks"', len(layout.first), findings_at) >= 0:
         return None
     tail = _tail(raw, machine_at)
     if tail is None or _long_number(raw):
@@ -92,11 +96,11 @@ def _long_number(raw: bytes) -> bool:
     report (a run of digits that long is seen by sampling every _STRIDE-th byte)."""
     if not _MAX_DIGITS:
         return False
-    samples = raw[::_STRIDE]
-    if _DIGIT.search(samples) is None:  # the usual case: no sampled byte is a digit
-        return False
-    return any(_RUN.match(raw, at).end() - at > _STRIDE
-               for at in range(0, len(raw), _STRIDE) if 48 <= raw[at] <= 57)
+    for digit in _DIGIT.finditer(raw[::_STRIDE]):  # a report has a sampled digit or two, not sixteen
+        at = digit.start() * _STRIDE
+        if _RUN.match(raw, at).end() - at > _STRIDE:
+            return True
+    return False
 
 
 def _findings(raw: bytes, layout: _Layout, findings_at: int, machine_at: int, summary: Dict) -> Optional[list]:
@@ -128,7 +132,9 @@ def _quiet(after: List[bytes], layout: _Layout, summary: Dict) -> bool:
     value, is not quiet) and checked against the summary's counts, which must be those of the
     "ok" and "skip" found and nothing else. (map over C methods: no Python call per finding.)"""
     quiet = sum(map(bytes.startswith, after, repeat(layout.quiet)))
-    ok = sum(map(bytes.startswith, after, repeat(layout.quiet[0])))
-    others = sum(n for status, n in summary.items() if status not in ("ok", "skip", "diagnoses"))
-    return (quiet == len(after) and summary.get("ok", 0) == ok and summary.get("skip", 0) == quiet - ok
-            and others == 0 and not any(n for n in summary.values() if n < 0))
+    if quiet != len(after):
+        return False
+    ok = bytes(map(layout.tell, after)).count(b"o")  # each starts with one of the two: one byte tells which
+    others = dict(summary)  # (its values are ints: _tail checked)
+    return (others.pop("ok", 0) == ok and others.pop("skip", 0) == quiet - ok and others.pop("diagnoses", 0) >= 0
+            and not any(others.values()))

@@ -65,6 +65,9 @@ def _text(value, where: str) -> Optional[str]:
 
 def _model(gpus: List) -> Optional[str]:
     """The most common GPU name (the first of equals), or None."""
+    same = [g.get("name") for g in gpus if type(g) is dict]
+    if same and type(same[0]) is str and same[0] and same.count(same[0]) == len(same):
+        return same[0][:MAX_TEXT]  # the usual node: one model, named alike on every GPU
     names: Dict[str, int] = {}
     for g in gpus:
         name = _text(g.get("name"), "gpus[].name") if type(g) is dict else None
@@ -89,7 +92,7 @@ def node_from_report(doc: object, source: str) -> Optional[Node]:
     rank = {p[1] for p in problems}
     host = (_text(machine.get("hostname"), "machine.hostname")
             or _text(_obj(doc.get("snapshot"), "snapshot").get("hostname"), "snapshot.hostname") or Path(source).stem)
-    return Node(host, source, next((s for s in PROBLEM_STATUSES if s in rank), "ok"),
+    return Node(host, source, next((s for s in PROBLEM_STATUSES if s in rank), "ok") if rank else "ok",
                 _text(machine.get("driver_version"), "driver_version"),
                 _text(machine.get("cuda_driver_max"), "cuda_driver_max"), len(gpus), _model(gpus),
                 _text(torch.get("version"), "torch.version") if torch.get("installed") else None, tuple(problems))

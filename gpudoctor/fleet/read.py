@@ -105,10 +105,11 @@ def read_doc(raw: bytes, where: Callable[[], int], source: str, tally: Tally) ->
 
 
 def read_stream(stream: BinaryIO, source: str, tally: Tally, stop: Optional[int] = None,
-                first: Optional[int] = None) -> Split:
+                first: Optional[int] = None, after_read: Optional[Callable[[], None]] = None) -> Split:
     """Read every document of ``stream`` into ``tally``; returns the Split (``lines()`` counts
-    the newlines read). ``first``: the size of the first read (a small file's size)."""
-    split = Split(stream, stop, first)
+    the newlines read). ``first``: the size of the first read (a small file's size);
+    ``after_read``: called after each read."""
+    split = Split(stream, stop, first, after_read)
     for kind, item, at in split:
         if kind == "doc":
             read_doc(item, lambda: split.line_of(at), source, tally)
