@@ -199,6 +199,8 @@ def test_outliers_as_text_are_grouped_with_host_lists(tmp_path):
 import io  # noqa: E402
 
 from gpudoctor.fleet import jobs as fleet_jobs  # noqa: E402
+from gpudoctor.fleet import plan as fleet_plan  # noqa: E402
+from gpudoctor.fleet import readahead as fleet_readahead  # noqa: E402
 from gpudoctor.fleet import read as fleet_read  # noqa: E402
 from gpudoctor.fleet import split as fleet_split  # noqa: E402
 
@@ -281,7 +283,7 @@ def test_worker_processes_give_the_same_summary_and_line_numbers(tmp_path, monke
     sources = [str(tmp_path / "all.jsonl"), str(pretty)]
     one = fleet_jobs.read_all(sources)
     monkeypatch.setattr(fleet_jobs, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(fleet_jobs, "MIN_JOB_BYTES", 16 << 10)
+    monkeypatch.setattr(fleet_plan, "MIN_JOB_BYTES", 16 << 10)
     monkeypatch.setattr(fleet_jobs, "cores", lambda: 3)
     jobs = fleet_jobs.balance(fleet_jobs.plan(sources, False), 3)
     assert sum(1 for j in jobs if j.stop is not None) > 3  # the big file really was cut into ranges
@@ -329,14 +331,14 @@ def test_a_gpu_name_that_is_not_text_is_damage():
 
 def test_a_large_range_is_read_ahead_in_a_window(tmp_path, monkeypatch):
     asked = []
-    monkeypatch.setattr(fleet_jobs.os, "posix_fadvise", lambda fd, at, size, how: asked.append((at, size)), raising=False)
-    monkeypatch.setattr(fleet_jobs, "AHEAD_BYTES", 3 << 20)
-    monkeypatch.setattr(fleet_jobs, "PREFETCH_BYTES", 1 << 20)
+    monkeypatch.setattr(fleet_readahead.os, "posix_fadvise", lambda fd, at, size, how: asked.append((at, size)), raising=False)
+    monkeypatch.setattr(fleet_readahead, "AHEAD_BYTES", 3 << 20)
+    monkeypatch.setattr(fleet_readahead, "PREFETCH_BYTES", 1 << 20)
     path = tmp_path / "big"
     path.write_bytes(b"x" * (10 << 20))
     with open(path, "rb", buffering=0) as fh:
         fh.seek(1 << 20)
-        ahead = fleet_jobs._ReadAhead.of(fh, 1 << 20, (8 << 20) + 5)
+        ahead = fleet_readahead.ReadAhead.of(fh, 1 << 20, (8 << 20) + 5)
         assert asked == [(1 << 20, 1 << 20), (2 << 20, 1 << 20), (3 << 20, 1 << 20)]  # the window only
         fh.read(2 << 20)
         ahead()
@@ -346,4 +348,4 @@ def test_a_large_range_is_read_ahead_in_a_window(tmp_path, monkeypatch):
         assert asked[5:] == [(6 << 20, 1 << 20), (7 << 20, 1 << 20), (8 << 20, 5)]  # up to the range's end, no further
         ahead()
         assert len(asked) == 8
-        assert fleet_jobs._ReadAhead.of(fh, 0, 1000) is None  # a small range: nothing to ask for
+        assert fleet_readahead.ReadAhead.of(fh, 0, 1000) is None  # a small range: nothing to ask for
