@@ -91,9 +91,9 @@ class Collection:
 
     def results(self, wait_s: float) -> Dict[str, runner.CommandResult]:
         """Each extra's result; one still running after ``wait_s`` is recorded as timed out."""
-        from concurrent.futures import wait
+        from gpudoctor import waits
 
-        wait(list(self.futures.values()), timeout=max(0.1, wait_s))
+        waits.wait_all(self.futures.values(), max(0.1, wait_s))
         out = {}
         for extra in self.extras:
             fut = self.futures[extra.key]

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Dict, Iterable, Mapping, Optional
 
 import gpudoctor
+from gpudoctor import waits
 from gpudoctor.probes import commands, files, kernel_log
 from gpudoctor.probes.owners import gpu_pids, process_owners
 from gpudoctor.requirements import Requirements
@@ -55,7 +56,7 @@ def record(environ: Mapping[str, str], deadline: float, python: Optional[str] = 
         snap.meta["process_owners"] = {str(k): v for k, v in process_owners(pids).items()}
     _join(side, snap, deadline)
     if worker is not None:
-        worker.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
+        waits.join(worker, max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
         snap.frameworks = dict(box) if not worker.is_alive() else {
             name: {"probe": {"source": "files", "timed_out": True, "duration_s": round(budget, 1)}}
             for name in ("torch", "tensorflow")}
@@ -99,7 +100,7 @@ def _join(threads: Dict, snap: Snapshot, deadline: float) -> None:
     from gpudoctor.runner import CommandResult
 
     for key, (thread, started, box) in threads.items():
-        thread.join(max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
+        waits.join(thread, max(0.0, deadline - time.monotonic() - MARGIN_S / 2))
         done = box.get(key)  # a series still running may have finished its first command
         snap.commands[key] = done if done is not None else CommandResult(
             commands.COMMANDS[key], timed_out=True, duration_s=round(time.monotonic() - started, 1))

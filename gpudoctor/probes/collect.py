@@ -9,13 +9,13 @@ import socket
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import gpudoctor
-from gpudoctor import runner
+from gpudoctor import runner, waits
 from gpudoctor.probes import commands, environment, files, frameworks, kernel_log
 from gpudoctor.probes.owners import gpu_pids, process_owners
 from gpudoctor.snapshot import FileRecord, Snapshot
@@ -85,7 +85,7 @@ class _Local:
             self.rest["raised"] = exc
 
     def into(self, snap: Snapshot, note: ProgressFn) -> None:
-        self.thread.join(max(0.0, self.deadline - time.monotonic()))
+        waits.join(self.thread, max(0.0, self.deadline - time.monotonic()))
         if "raised" in self.rest:
             raise self.rest["raised"]
         snap.files = dict(self.files)
@@ -129,7 +129,7 @@ def collect(opts: Optional[CollectOptions] = None) -> Snapshot:
             tasks[pool.submit(job, name, lambda n=name: frameworks.probe(
                 n, opts.python, environ, remaining(opts.timeout)))] = ("framework", name)
         local = _Local(opts.root, environ, deadline)
-        wait(tasks, timeout=max(0.1, deadline - time.monotonic() + 1.0))
+        waits.wait_all(tasks, max(0.1, deadline - time.monotonic() + 1.0))
         local.into(snap, note)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
