@@ -13,11 +13,19 @@ import pytest
 
 from gpudoctor.facts import Facts, Missing, NotApplicable
 from gpudoctor.facts import dcgm as dcgm_facts
+from gpudoctor.facts import kernel as kernel_facts
+from gpudoctor.facts.cuda import Link, Toolkit, nvcc_on_path
+from gpudoctor.facts.cuda_paths import Pick, default_toolkit
 from gpudoctor.facts.dcgm import DcgmDiag, DcgmResult, DcgmWarning
 from gpudoctor.facts.fabric import FabricManager, NvSwitchSystem
+from gpudoctor.facts.frameworks import FrameworkInstall, FrameworkProbe, RaisedError
+from gpudoctor.facts.gpu_faults import GpuFault
+from gpudoctor.facts.nvidia import Gpu, expected_format, first_line, smi_failure
+from gpudoctor.facts.nvml import Nvml, NvmlDevice
 from gpudoctor.facts.smoke import MARKER, AllReduce, Matmul, SmokeDevice, SmokeTest
 from gpudoctor.runner import CommandResult
-from tests.builders import snap
+from gpudoctor.smi.model import SmiMigDevice
+from tests.builders import ran, snap
 
 
 def _fact(snapshot, name):
@@ -219,23 +227,20 @@ def test_the_dcgm_fact_whole_and_why_it_can_be_missing():
 
 # --- NVSwitch signs and the fabric manager --------------------------------------------------------
 
+LSPCI = ("lspci", "-nn")
 SWITCH_LSPCI = "05:00.0 Bridge [0680]: NVIDIA Corporation Device [10de:22a3] (rev a1)"
 JOURNAL_HEAD = "Nov 27 10:00:00 node kernel: Linux version 6.8.0-45-generic (buildd@lcy02)"
 
 
 def _journal(*lines):
-    return CommandResult(("journalctl", "-k", "-b"), 0, "\n".join((JOURNAL_HEAD,) + lines) + "\n", "", 0.2)
+    return ran(("journalctl", "-k", "-b"), "\n".join((JOURNAL_HEAD,) + lines) + "\n")
 
 
 def test_nvswitch_device_nodes_are_the_first_sign_and_name_at_most_four():
     nodes = ["nvidia0", "nvidiactl", "nvidia-nvswitchctl"] + [f"nvidia-nvswitch{i}" for i in range(6)]
-    got = _fact(snap(listings={"/dev": nodes}, commands={"lspci": ran_text(SWITCH_LSPCI)}), "nvswitch")
+    got = _fact(snap(listings={"/dev": nodes}, commands={"lspci": ran(LSPCI, SWITCH_LSPCI)}), "nvswitch")
     assert got == NvSwitchSystem("listing:/dev", "/dev/nvidia-nvswitch0 /dev/nvidia-nvswitch1 "
                                                  "/dev/nvidia-nvswitch2 /dev/nvidia-nvswitch3")
-
-
-def ran_text(stdout, argv=("lspci", "-nn")):
-    return CommandResult(argv, 0, stdout, "", 0.1)
 
 
 def test_an_nvswitch_on_the_pci_bus_is_read_by_its_last_vendor_device_id():
@@ -244,7 +249,7 @@ def test_an_nvswitch_on_the_pci_bus_is_read_by_its_last_vendor_device_id():
         "06:00.0 Bridge [0680]: NVIDIA Corporation Device [10de:22a3] with [10de:9999]",
         "   " + SWITCH_LSPCI + "   ",
     ])
-    got = _fact(snap(listings={"/dev": ["nvidia0", "nvidia-nvswitch"]}, commands={"lspci": ran_text(lspci)}), "nvswitch")
+    got = _fact(snap(listings={"/dev": ["nvidia0", "nvidia-nvswitch"]}, commands={"lspci": ran(LSPCI, lspci)}), "nvswitch")
     assert got == NvSwitchSystem("command:lspci", SWITCH_LSPCI + " (NVSwitch of the H100 generation)")
 
 
@@ -260,7 +265,7 @@ def test_an_nvswitch_on_the_pci_bus_is_read_by_its_last_vendor_device_id():
 ])
 def test_an_nvswitch_in_the_kernel_log(line, expected):
     s = snap(listings={"/dev": ["nvidia0"]}, commands={"kernel_journal": _journal(line),
-                                                        "lspci": ran_text("00:00.0 Host bridge [0600]: Intel [8086:1234]")})
+                                                        "lspci": ran(LSPCI, "00:00.0 Host bridge [0600]: Intel [8086:1234]")})
     if expected is None:
         assert _reason(s, "nvswitch", NotApplicable) == \
             "no NVSwitch: neither NVSwitch devices nor an NVSwitch baseboard's GPUs were found"
@@ -277,12 +282,12 @@ FM_VERSION = ("nv-fabricmanager", "--version")
 
 
 @pytest.mark.parametrize("result,state", [
-    (CommandResult(FM_ACTIVE, 0, "active\n", "", 0.1), ("active", "`systemctl is-active nvidia-fabricmanager`: active")),
-    (CommandResult(FM_ACTIVE, 3, "  failed  \nsecond\n", "", 0.1),
+    (ran(FM_ACTIVE, "active\n"), ("active", "`systemctl is-active nvidia-fabricmanager`: active")),
+    (ran(FM_ACTIVE, "  failed  \nsecond\n", 3),
      ("failed", "`systemctl is-active nvidia-fabricmanager`: failed")),
-    (CommandResult(FM_ACTIVE, 0, "Active\n", "warning: odd\nmore\n", 0.1),
+    (ran(FM_ACTIVE, "Active\n", 0, "warning: odd\nmore\n"),
      (None, "`systemctl is-active nvidia-fabricmanager` exited 0: warning: odd")),
-    (CommandResult(FM_ACTIVE, 0, "", "", 0.1), (None, "`systemctl is-active nvidia-fabricmanager` exited 0")),
+    (ran(FM_ACTIVE, ""), (None, "`systemctl is-active nvidia-fabricmanager` exited 0")),
     (CommandResult(FM_ACTIVE, None, "active\n", "", 5.0, timed_out=True),
      (None, "`systemctl is-active nvidia-fabricmanager` did not answer within 5s")),
     (CommandResult(FM_ACTIVE, None, "active\n", "no such program\n", 0.0, error="not found"),
@@ -294,12 +299,12 @@ def test_the_fabric_manager_state_and_how_it_was_learned(result, state):
 
 
 @pytest.mark.parametrize("result,version", [
-    (CommandResult(FM_VERSION, 0, "Fabric Manager version is : 525.60.13\n", "", 0.1),
+    (ran(FM_VERSION, "Fabric Manager version is : 525.60.13\n"),
      ("525.60.13", "Fabric Manager version is : 525.60.13")),
-    (CommandResult(FM_VERSION, 0, "banner\n", "  FABRIC MANAGER VERSION IS 550.54  \n", 0.1),
+    (ran(FM_VERSION, "banner\n", 0, "  FABRIC MANAGER VERSION IS 550.54  \n"),
      ("550.54", "FABRIC MANAGER VERSION IS 550.54")),
-    (CommandResult(FM_VERSION, 0, "version is : unknown\n", "", 0.1), (None, "`nv-fabricmanager --version` exited 0")),
-    (CommandResult(FM_VERSION, 1, "Fabric Manager version is : 535.1\n", "", 0.1),
+    (ran(FM_VERSION, "version is : unknown\n"), (None, "`nv-fabricmanager --version` exited 0")),
+    (ran(FM_VERSION, "Fabric Manager version is : 535.1\n", 1),
      ("535.1", "Fabric Manager version is : 535.1")),
     (CommandResult(FM_VERSION, None, "Fabric Manager version is : 535.1\n", "", 9.0, timed_out=True),
      (None, "`nv-fabricmanager --version` did not answer within 9s")),
@@ -315,8 +320,6 @@ def test_a_fabric_manager_never_asked_about_is_missing():
 
 
 # --- framework probes ----------------------------------------------------------------------------
-
-from gpudoctor.facts.frameworks import FrameworkInstall, FrameworkProbe, RaisedError  # noqa: E402
 
 
 def _frameworks(**records):
@@ -389,10 +392,6 @@ def test_an_unprobed_framework_is_missing_and_the_probe_defaults():
 
 # --- NVML, nvidia-smi's expected formats, the kernel log's commands ------------------------------
 
-from gpudoctor.facts import kernel as kernel_facts  # noqa: E402
-from gpudoctor.facts.nvidia import expected_format, first_line, smi_failure  # noqa: E402
-from gpudoctor.facts.nvml import Nvml, NvmlDevice  # noqa: E402
-
 
 def _nvml(raw):
     s = snap()
@@ -440,11 +439,11 @@ def test_first_line_and_smi_failure():
     assert first_line(" " * 4096 + "late words") == "" and first_line(" " * 4095 + "late") == "l"
     assert first_line("y" * 400 + "\n") == "y" * 300
     assert first_line(None) == "" and first_line("") == ""
-    failed = CommandResult(("nvidia-smi",), 9, "", "  couldn't communicate with the NVIDIA driver \n", 0.2)
+    failed = ran(("nvidia-smi",), "", 9, "  couldn't communicate with the NVIDIA driver \n")
     assert smi_failure(failed) == "`nvidia-smi` exited 9: couldn't communicate with the NVIDIA driver"
-    both = CommandResult(("nvidia-smi",), 9, "from stdout\n", "from stderr\n", 0.2)
+    both = ran(("nvidia-smi",), "from stdout\n", 9, "from stderr\n")
     assert smi_failure(both) == "`nvidia-smi` exited 9: from stdout"
-    fine = CommandResult(("nvidia-smi",), 0, "table\n", "", 0.2)
+    fine = ran(("nvidia-smi",), "table\n")
     assert smi_failure(fine) == "`nvidia-smi` exited 0"
 
 
@@ -453,13 +452,13 @@ JOURNAL_ARGV = ("journalctl", "-k", "-b")
 
 @pytest.mark.parametrize("result,expected", [
     (None, (None, None)),
-    (CommandResult(JOURNAL_ARGV, 0, "-- Logs begin --\n\nline one\n  \nline two\n", "", 0.1), ("line one\nline two", None)),
-    (CommandResult(JOURNAL_ARGV, 0, "-- No entries --\n", "\n  hint: no access  \n", 0.1),
+    (ran(JOURNAL_ARGV, "-- Logs begin --\n\nline one\n  \nline two\n"), ("line one\nline two", None)),
+    (ran(JOURNAL_ARGV, "-- No entries --\n", 0, "\n  hint: no access  \n"),
      (None, "journalctl -k printed no kernel message of this boot (hint: no access)")),
-    (CommandResult(JOURNAL_ARGV, 0, "", "", 0.1), (None, "journalctl -k printed no kernel message of this boot")),
-    (CommandResult(JOURNAL_ARGV, 1, "out first\n", "  Permission denied \n", 0.1),
+    (ran(JOURNAL_ARGV, ""), (None, "journalctl -k printed no kernel message of this boot")),
+    (ran(JOURNAL_ARGV, "out first\n", 1, "  Permission denied \n"),
      (None, "`journalctl -k -b` exited 1: Permission denied")),
-    (CommandResult(JOURNAL_ARGV, 1, "\n", "", 0.1), (None, "`journalctl -k -b` exited 1")),
+    (ran(JOURNAL_ARGV, "\n", 1), (None, "`journalctl -k -b` exited 1")),
     (CommandResult(JOURNAL_ARGV, None, "partial\n", "said\n", 10.0, timed_out=True),
      (None, "`journalctl -k -b` did not answer within 10s")),
     (CommandResult(JOURNAL_ARGV, None, "", "said\n", 0.0, error="not found"), (None, "`journalctl -k -b`: not found")),
@@ -470,8 +469,6 @@ def test_a_kernel_log_command_read_or_why_not(result, expected):
 
 
 # --- CUDA toolkits on disk and nvcc on PATH ------------------------------------------------------
-
-from gpudoctor.facts.cuda import Link, Toolkit, nvcc_on_path  # noqa: E402
 
 
 def _vjson(version):
@@ -531,7 +528,7 @@ NVCC_OUT = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, relea
 
 
 def _with_nvcc(**kw):
-    commands = {"nvcc_version": CommandResult(("nvcc", "--version"), 0, NVCC_OUT, "", 0.1)}
+    commands = {"nvcc_version": ran(("nvcc", "--version"), NVCC_OUT)}
     return snap(commands=commands, **kw)
 
 
@@ -560,7 +557,7 @@ def test_an_nvcc_inside_a_known_toolkit_adds_nothing():
 
 
 def test_nvcc_without_a_release_number_is_missing():
-    s = snap(commands={"nvcc_version": CommandResult(("nvcc", "--version"), 0, "nvcc: something else\n", "", 0.1)})
+    s = snap(commands={"nvcc_version": ran(("nvcc", "--version"), "nvcc: something else\n")})
     assert _reason(s, "nvcc") == "nvcc --version printed no release number"
 
 
@@ -581,9 +578,6 @@ def test_each_way_a_toolkit_is_found_on_its_own(kw, root):
 
 # --- GPU faults from the kernel log, and a GPU's dict ---------------------------------------------
 
-from gpudoctor.facts.gpu_faults import GpuFault  # noqa: E402
-from gpudoctor.facts.nvidia import Gpu  # noqa: E402
-from gpudoctor.smi.model import SmiMigDevice  # noqa: E402
 
 FAULT_LINES = [
     "Nov 27 10:01:00 node kernel: NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.",
@@ -621,7 +615,6 @@ def test_a_gpu_as_a_dict_lists_its_mig_devices_as_dicts():
 
 # --- which toolkit a build uses -------------------------------------------------------------------
 
-from gpudoctor.facts.cuda_paths import Pick, default_toolkit  # noqa: E402
 
 TWO_KITS = {"/usr/local": ["cuda", "cuda-11.8", "cuda-12.4"]}
 TO_11 = {"/usr/local/cuda": {"target": "/usr/local/cuda-11.8", "real": "/usr/local/cuda-11.8"}}
@@ -647,7 +640,7 @@ def test_two_toolkits_and_nothing_saying_which_is_no_default():
 
 
 def test_the_nvcc_pick_names_the_toolkit_of_its_release_when_its_place_is_unknown():
-    commands = {"nvcc_version": CommandResult(("nvcc", "--version"), 0, NVCC_OUT, "", 0.1)}
+    commands = {"nvcc_version": ran(("nvcc", "--version"), NVCC_OUT)}
     picks = _fact(snap(listings=TWO_KITS, commands=commands), "cuda_picks")
     nvcc = next(p for p in picks if p.what == "nvcc on PATH")
     assert nvcc == Pick("nvcc on PATH", "nvcc", "command:nvcc_version",
