@@ -88,6 +88,13 @@ def private_dir(kind: str) -> str:
     return path
 
 
+def temp_dir() -> str:
+    """The temp directory. Python's first lookup writes a probe file there and unlinks it; a SIGTERM that
+    lands just after the file is made would leave it behind, so signals wait until the lookup is done."""
+    with _signals_held():
+        return tempfile.gettempdir()
+
+
 def part_name(target: str) -> str:
     """The prefix for a ``.part`` path beside ``target`` (a file or folder being written)."""
     return f".{os.path.basename(target.rstrip(os.sep))}.{tag()}-"
@@ -112,7 +119,7 @@ def remove_own() -> None:
 
 def sweep(folder: Optional[str] = None) -> int:
     """Remove stale paths of dead gpudoctor runs from ``folder`` (default: the temp directory)."""
-    folder = folder or tempfile.gettempdir()
+    folder = folder or temp_dir()
     removed = 0
     try:
         names = os.listdir(folder)

@@ -265,6 +265,9 @@ def test_sigterm_during_a_replay_removes_the_unpack_folder(tmp_path):
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=30)
+    # The first entry may be Python's temp-dir probe file (tempfile.gettempdir writes and unlinks one): it is
+    # made with signals held back (staging.temp_dir), so a SIGTERM then must not leave it either (CI once
+    # found it left).
     # 143: the replay was ended by gpudoctor's handler; -15 (a loaded machine): the signal came after the replay,
     # when the handler was gone again. Either way the unpack folder must be gone.
     assert proc.returncode in (143, -signal.SIGTERM) and os.listdir(scratch) == []
@@ -286,3 +289,21 @@ def test_a_sigterm_while_the_unpack_folder_is_made_waits_until_its_name_is_kept(
         assert inside == [] and seen == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_temp_dir_lookup_holds_signals_back_while_python_probes_it(monkeypatch):
+    # Python's first gettempdir() writes a probe file and unlinks it; a SIGTERM between the two left the file
+    # behind in CI. staging.temp_dir must make the lookup with SIGINT and SIGTERM blocked, and unblock after.
+    import signal
+    import tempfile
+
+    from gpudoctor import staging
+
+    masks = []
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, [])) or "/t")
+    assert staging.temp_dir() == "/t"
+    assert {signal.SIGINT, signal.SIGTERM} <= masks[0]
+    assert not {signal.SIGINT, signal.SIGTERM} & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    asked = []
+    monkeypatch.setattr(staging, "temp_dir", lambda: asked.append(1) or "/nonexistent-gpudoctor-temp")
+    assert staging.sweep() == 0 and asked == [1]
