@@ -8,8 +8,9 @@ causes of its message by how often each was the cause in real threads. The count
 candidate family is the number of cases of the tunable sets of bench/explain_accuracy.py - dev,
 tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
 from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-test-4, whole from
-round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on)
-and round7-a (the tunable half of frozen-test-7; round 8 holds round7-b out) -
+round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on),
+round7 (frozen-test-7, whole from round 9 on) and round8-a (the tunable half of frozen-test-8; round 9
+holds round8-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.
@@ -27,7 +28,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7-a")   # never round7-b
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8-a")   # never round8-b
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 
