@@ -118,3 +118,66 @@ def test_torch_autocast_refusing_bfloat16_is_a_gpu_older_than_ampere():
     d = _first("RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.")
     assert (d.family, d.id, d.title) == ("arch_unsupported", "bf16_needs_ampere",
                                          "bfloat16 needs a GPU of compute capability 8.0 (Ampere) or newer")
+
+
+# Library messages no tuning case holds yet, each the library's own words (source file named), for families whose
+# unseen texts were missed most: a CPU-only build, an extension that was not built, TensorFlow's cuDNN start-up.
+
+@pytest.mark.parametrize("text,sig_id,title", [
+    # stable-diffusion-webui's start-up check (modules/launch_utils.py): torch.cuda.is_available() was False
+    ("RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to disable "
+     "this check", "torch_cuda_not_available", "PyTorch cannot use CUDA here: torch.cuda.is_available() is False"),
+    # torch._C of a CPU-only build has none of the _cuda_* bindings torch/cuda/__init__.py calls
+    ("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'", "torch_not_compiled_with_cuda",
+     "This PyTorch is a CPU-only build (torch._C has no _cuda_setDevice)"),
+    ("  File \"torch/cuda/__init__.py\", line 52, in is_available\n    return torch._C._cuda_getDeviceCount() > 0\n"
+     "AttributeError: module 'torch._C' has no attribute '_cuda_getDeviceCount'", "torch_not_compiled_with_cuda",
+     "This PyTorch is a CPU-only build (torch._C has no _cuda_getDeviceCount)"),
+])
+def test_pytorch_without_cuda_said_by_an_application_or_by_its_missing_bindings(text, sig_id, title):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("torch_cpu_build", sig_id, title)
+
+
+@pytest.mark.parametrize("text,sig_id,title", [
+    # torch.utils.cpp_extension's load() (DeepSpeed's JIT ops, custom kernels)
+    ("RuntimeError: Error building extension 'fused_adam'", "extension_build_failed_words",
+     "Building the C++/CUDA extension fused_adam failed"),
+    # pip's summary line, old and new wording
+    ("ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based projects",
+     "extension_build_failed_words", "Building flash-attn's C++/CUDA extension failed"),
+    ("ERROR: Failed to build installable wheels for some pyproject.toml based projects (flash-attn)",
+     "extension_build_failed_words", "Building flash-attn's C++/CUDA extension failed"),
+    # AutoGPTQ's warning when its kernels were not compiled (auto_gptq/nn_modules/qlinear/qlinear_cuda.py)
+    ("WARNING - CUDA extension not installed.", "extension_compiled_module_missing",
+     "The compiled part of a package is missing: it was installed without its C++/CUDA extensions"),
+    ("WARNING - exllama_kernels not installed.", "extension_compiled_module_missing",
+     "The compiled part of the package (exllama_kernels) is missing: it was installed without its C++/CUDA extensions"),
+])
+def test_an_extension_that_was_not_built_said_by_torch_pip_or_the_package(text, sig_id, title):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("extension_build_mismatch", sig_id, title)
+
+
+def test_a_wheel_that_failed_to_build_without_cuda_code_is_no_extension_problem():
+    assert explain_text("ERROR: Failed to build installable wheels for some pyproject.toml based projects (numpy)"
+                        ).diagnoses == []
+
+
+def test_tensorflow_1_failing_to_list_convolution_algorithms_is_cudnn_start_up_memory():
+    # TensorFlow 1.x's conv_ops.cc check: the same cuDNN handle failure, printed as a fatal check
+    text = ("F tensorflow/core/kernels/conv_ops.cc:659] Check failed: stream->parent()->GetConvolveAlgorithms( "
+            "conv_parameters.ShouldIncludeWinogradNonfusedAlgo<T>(), &algorithms)")
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("tf_memory_growth", "tf_conv_algorithm_cudnn_init",
+                                         "TensorFlow could not get a convolution algorithm: cuDNN failed to initialise")
+
+
+def test_onnx_runtime_failing_to_create_its_cuda_provider_is_its_cuda_libraries():
+    # onnxruntime_pybind_state.cc's warning, without the loader line that names the missing library
+    text = ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create "
+            "CUDAExecutionProvider. Please reference https://onnxruntime.ai/docs/execution-providers/CUDA-Execution"
+            "Provider.html#requirements to ensure all dependencies are met.")
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("cudnn_mismatch_or_missing", "onnxruntime_cuda_provider_load_failed",
+                                         "ONNX Runtime cannot load its CUDA execution provider")
