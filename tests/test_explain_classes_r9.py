@@ -181,3 +181,36 @@ def test_onnx_runtime_failing_to_create_its_cuda_provider_is_its_cuda_libraries(
     d = _first(text)
     assert (d.family, d.id, d.title) == ("cudnn_mismatch_or_missing", "onnxruntime_cuda_provider_load_failed",
                                          "ONNX Runtime cannot load its CUDA execution provider")
+
+
+@pytest.mark.parametrize("text,sig_id,title", [
+    # aten's stub CUDA hooks (CUDAHooksInterface.h) in a build without its CUDA library
+    ("RuntimeError: Cannot initialize CUDA without ATen_cuda library. PyTorch splits its backend into two shared "
+     "libraries: a CPU library and a CUDA library; this error has occurred because you are trying to use some CUDA "
+     "functionality, but the CUDA library has not been loaded by the dynamic linker for some reason.",
+     "torch_not_compiled_with_cuda", "This PyTorch is a CPU-only build (it has no ATen_cuda library)"),
+    # the dispatcher (OperatorEntry.cpp): an aten operator whose backends list holds no CUDA at all
+    ("NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could be "
+     "because the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
+     "(if using custom build).\n'aten::empty_strided' is only available for these backends: [CPU, Meta, QuantizedCPU, "
+     "BackendSelect, Python, Named, AutogradOther, AutogradCPU, AutogradCUDA, Tracer, AutocastCPU, AutocastCUDA].",
+     "torch_op_without_cuda_backend",
+     "This PyTorch is a CPU-only build: no CUDA backend is registered for aten::empty_strided"),
+])
+def test_pytorch_built_without_cuda_said_by_aten(text, sig_id, title):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("torch_cpu_build", sig_id, title)
+
+
+def test_an_aten_operator_missing_on_cuda_where_cuda_is_a_backend_is_not_a_cpu_build():
+    text = ("NotImplementedError: Could not run 'aten::_some_op' with arguments from the 'CUDA' backend. "
+            "'aten::_some_op' is only available for these backends: [CPU, CUDA, Meta, AutogradCUDA].")
+    assert "torch_cpu_build" not in [d.family for d in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text", ["We keep running out of VRAM on the 3060 at 1024px",
+                                  "the GPU memory is full after two epochs",
+                                  "VRAM memory gets maxed out and the process dies"])
+def test_gpu_memory_running_out_in_a_users_words_is_oom(text):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("oom", "gpu_memory_words", "The GPU ran out of memory")
