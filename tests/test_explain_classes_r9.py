@@ -214,3 +214,21 @@ def test_an_aten_operator_missing_on_cuda_where_cuda_is_a_backend_is_not_a_cpu_b
 def test_gpu_memory_running_out_in_a_users_words_is_oom(text):
     d = _first(text)
     assert (d.family, d.id, d.title) == ("oom", "gpu_memory_words", "The GPU ran out of memory")
+
+
+@pytest.mark.parametrize("text,sig_id,title", [
+    # vLLM's quantization check, capabilities written as integers (89 = 8.9)
+    ("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current "
+     "capability: 86.", "gpu_capability_words",
+     "This build needs a GPU of compute capability 8.9 or newer; this one has 8.6"),
+    ("RuntimeError: Quantization scheme is not supported for the current GPU. Min capability: 100. Current "
+     "capability: 90.", "gpu_capability_words",
+     "This build needs a GPU of compute capability 10.0 or newer; this one has 9.0"),
+    # flash-attn's flash_api.cpp: the largest head dimensions only on the data-centre GPUs
+    ("RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
+     "flash_attention_needs_ampere",
+     "FlashAttention needs an A100/A800 or H100/H800 GPU for this head dimension, not this one"),
+])
+def test_a_library_refusing_this_gpus_architecture_in_its_own_words(text, sig_id, title):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("arch_unsupported", sig_id, title)
