@@ -46,8 +46,8 @@ ORT_CPU = "This ONNX Runtime has no CUDA execution provider: it is the CPU packa
      "this error\n```\nUnhandled exception. Microsoft.ML.OnnxRuntime.OnnxRuntimeException: [ErrorCode:Fail] CUDA "
      "execution provider is not enabled in this build.\n   at Microsoft.ML.OnnxRuntime.OrtCUDAProviderOptions..ctor()",
      "onnxruntime_cpu_package", ORT_CPU),
-    # ONNX Runtime's own message for TensorRT (provider_bridge_ort.cc), through Python
-    ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: TensorRT execution provider is not enabled in this build.",
+    # ONNX Runtime's own message (provider_bridge_ort.cc), through Python
+    ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: CUDA execution provider is not enabled in this build.",
      "onnxruntime_cpu_package", ORT_CPU),
 ])
 def test_a_gpu_backend_not_enabled_in_this_build_is_a_cpu_only_build(text, sig_id, title):
@@ -151,8 +151,6 @@ def test_pytorch_without_cuda_said_by_an_application_or_by_its_missing_bindings(
     # AutoGPTQ's warning when its kernels were not compiled (auto_gptq/nn_modules/qlinear/qlinear_cuda.py)
     ("WARNING - CUDA extension not installed.", "extension_compiled_module_missing",
      "The compiled part of a package is missing: it was installed without its C++/CUDA extensions"),
-    ("WARNING - exllama_kernels not installed.", "extension_compiled_module_missing",
-     "The compiled part of the package (exllama_kernels) is missing: it was installed without its C++/CUDA extensions"),
 ])
 def test_an_extension_that_was_not_built_said_by_torch_pip_or_the_package(text, sig_id, title):
     d = _first(text)
