@@ -230,3 +230,16 @@ def test_gpu_memory_running_out_in_a_users_words_is_oom(text):
 def test_a_library_refusing_this_gpus_architecture_in_its_own_words(text, sig_id, title):
     d = _first(text)
     assert (d.family, d.id, d.title) == ("arch_unsupported", sig_id, title)
+
+
+def test_a_cpu_version_of_torch_said_in_chinese_is_the_cpu_build_word():
+    from gpudoctor.explain.words import features
+
+    # round7 torch_cpu_build-manga-image-translator-210: 'torch installs the CPU version by default'
+    real = ("requirements里torch install时默认是cpu版本，所以cuda.is_available()只会返回false，导致--use-cuda不能使用\n"
+            "官网的gpu版本才能用。。。")
+    assert "cpu_build" in features(real)
+    d = _first("我装的是cpu版本的torch，跑不了cuda")          # 'I installed the CPU version of torch'
+    assert (d.family, d.id) == ("torch_cpu_build", "vocabulary")
+    assert d.title == "No known message matched; its words (是cpu版) point first to a CPU-only framework build"
+    assert "cpu_build" not in features("cpu版本能跑，gpu不行")     # 'the CPU version runs': no install named
