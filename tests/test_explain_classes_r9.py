@@ -243,3 +243,23 @@ def test_a_cpu_version_of_torch_said_in_chinese_is_the_cpu_build_word():
     assert (d.family, d.id) == ("torch_cpu_build", "vocabulary")
     assert d.title == "No known message matched; its words (是cpu版) point first to a CPU-only framework build"
     assert "cpu_build" not in features("cpu版本能跑，gpu不行")     # 'the CPU version runs': no install named
+
+
+ALLOC_TITLE = ("TensorFlow's cuDNN or cuBLAS could not allocate GPU memory ({}): TensorFlow had already taken it")
+
+
+@pytest.mark.parametrize("text,status", [
+    # TensorFlow's stream executor logging a cuDNN status alone (cuda_dnn.cc)
+    ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:82] CUDNN_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED"),
+    ("Training with keras on the GPU stops with CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_ALLOC_FAILED"),
+])
+def test_cudnn_or_cublas_failing_to_allocate_in_tensorflow_is_memory_growth(text, status):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("tf_memory_growth", "tf_library_alloc_failed", ALLOC_TITLE.format(status))
+
+
+def test_the_handle_messages_keep_their_own_reading_and_without_tensorflow_nothing_changes():
+    d = _first("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED\nkeras 2.3")
+    assert d.id == "tf_could_not_create_cudnn_handle"
+    # round1 tf_memory_growth-tf2-yolov3-107: the status alone, no TensorFlow word: the generic GPU-memory reading
+    assert _first("CUDNN_STATUS_ALLOC_FAILED").id == "cuda_out_of_memory_generic"
