@@ -263,3 +263,14 @@ def test_the_handle_messages_keep_their_own_reading_and_without_tensorflow_nothi
     assert d.id == "tf_could_not_create_cudnn_handle"
     # round1 tf_memory_growth-tf2-yolov3-107: the status alone, no TensorFlow word: the generic GPU-memory reading
     assert _first("CUDNN_STATUS_ALLOC_FAILED").id == "cuda_out_of_memory_generic"
+
+
+@pytest.mark.parametrize("text", [
+    "AllReduce hangs",                                # round6 nccl_errors-nccl-257 (before round 9: no answer)
+    "all_gather gets stuck after a few hundred steps on 8 GPUs",
+    "torch.distributed.reduce_scatter never returns on the second node",
+])
+def test_a_collective_operation_named_alone_is_nccls_word(text):
+    d = _first(text)
+    assert (d.family, d.id) == ("nccl_errors", "vocabulary")
+    assert d.title.endswith("point first to NCCL communication failure")
