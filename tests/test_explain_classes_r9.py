@@ -274,3 +274,20 @@ def test_a_collective_operation_named_alone_is_nccls_word(text):
     d = _first(text)
     assert (d.family, d.id) == ("nccl_errors", "vocabulary")
     assert d.title.endswith("point first to NCCL communication failure")
+
+
+@pytest.mark.parametrize("text,header", [
+    # eval's SMOKE-73, Pointnet2-181 and DCNv2-21 name cuda_runtime(_api).h; the toolkit's other headers fail alike
+    ("torch/include/ATen/cuda/CUDAContext.h:6:10: fatal error: cublas_v2.h: No such file or directory", "cublas_v2.h"),
+    ("csrc/sparse_ops.cu:3:10: fatal error: cusparse.h: No such file or directory", "cusparse.h"),
+    ("C:\\src\\ext.cpp(5): fatal error C1083: Cannot open include file: 'cuda_fp16.h': No such file or directory",
+     "cuda_fp16.h"),
+])
+def test_any_cuda_toolkit_header_missing_in_a_build_is_a_missing_toolkit(text, header):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("extension_build_mismatch", "cuda_headers_missing",
+                                         f"Building CUDA code: the CUDA toolkit header {header} is not found")
+
+
+def test_a_missing_header_of_another_sdk_is_not_the_cuda_toolkit():
+    assert explain_text("fatal error: Python.h: No such file or directory").diagnoses == []
