@@ -291,3 +291,14 @@ def test_any_cuda_toolkit_header_missing_in_a_build_is_a_missing_toolkit(text, h
 
 def test_a_missing_header_of_another_sdk_is_not_the_cuda_toolkit():
     assert explain_text("fatal error: Python.h: No such file or directory").diagnoses == []
+
+
+@pytest.mark.parametrize("text", ["my GTX 770 is too old for this version of pytorch",
+                                  "Is my GPU too old for CUDA 12? Nothing runs on it",
+                                  "GeForce 940MX too old for the new release"])
+def test_the_gpu_itself_called_too_old_is_its_architecture_not_the_driver(text):
+    # the vocabulary's gpu_too_old: counted on the tuning sets' 10 arch_unsupported threads that say it (eval's
+    # ml-cross-entropy-41, tune's pytorch-16712, ...: 'Found ... which is too old to be supported')
+    d = _first(text)
+    assert (d.family, d.id) == ("arch_unsupported", "vocabulary")
+    assert _first("the NVIDIA driver is too old for this pytorch").family == "driver_too_old"
