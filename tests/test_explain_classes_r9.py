@@ -302,3 +302,10 @@ def test_the_gpu_itself_called_too_old_is_its_architecture_not_the_driver(text):
     d = _first(text)
     assert (d.family, d.id) == ("arch_unsupported", "vocabulary")
     assert _first("the NVIDIA driver is too old for this pytorch").family == "driver_too_old"
+
+
+def test_tensorrt_unable_to_allocate_gpu_memory_is_oom():
+    # TensorRT's builder/runtime message (its troubleshooting guide)
+    d = _first("[TRT] [E] 2: Requested amount of GPU memory (1073741824 bytes) could not be allocated. There may not "
+               "be enough free memory for allocation to succeed.")
+    assert (d.family, d.id, d.title) == ("oom", "gpu_memory_words", "The GPU ran out of memory")
