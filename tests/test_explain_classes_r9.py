@@ -309,3 +309,17 @@ def test_tensorrt_unable_to_allocate_gpu_memory_is_oom():
     d = _first("[TRT] [E] 2: Requested amount of GPU memory (1073741824 bytes) could not be allocated. There may not "
                "be enough free memory for allocation to succeed.")
     assert (d.family, d.id, d.title) == ("oom", "gpu_memory_words", "The GPU ran out of memory")
+
+
+@pytest.mark.parametrize("text,library", [
+    ("OSError: libc10_cuda.so: cannot open shared object file: No such file or directory", "libc10_cuda.so"),
+    ("ImportError: libtorch_cuda_cu.so: cannot open shared object file: No such file or directory",
+     "libtorch_cuda_cu.so"),
+])
+def test_an_extension_missing_a_cuda_library_of_torch_itself_was_built_for_another_torch(text, library):
+    # the dynamic loader's words when an extension built against a CUDA torch meets another torch build
+    d = explain_text(text).diagnoses
+    assert (d[0].family, d[0].id, d[0].title) == (
+        "extension_build_mismatch", "extension_needs_torch_cuda_library",
+        f"A compiled extension needs {library}, which this PyTorch does not have: it was built for another torch build")
+    assert (d[1].family, d[1].title) == ("torch_cpu_build", f"This PyTorch may be the CPU-only build: it has no {library}")
