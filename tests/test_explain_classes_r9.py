@@ -1,0 +1,133 @@
+"""Classes of real errors round 9 of issue 10 reads for the class, at the machine and driver level (REAL texts from
+the tunable sets, named next to each, and the libraries' own messages where no tunable case holds one): other
+container runtimes' words for a missing 'nvidia' runtime, Ollama's words for no CUDA device, a kernel image the
+driver cannot read, a driver said too old under WSL, and a GPU hang told in plain words."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+from gpudoctor.explain.words import features
+
+
+def _first(text, flags=()):
+    d = explain_text(text, flags=list(flags)).diagnoses
+    assert d, "no diagnosis"
+    return d[0]
+
+
+RUNTIME_TITLE = ("The node's container runtime has no 'nvidia' runtime: the NVIDIA Container Toolkit is not configured "
+                 "in it")
+
+
+@pytest.mark.parametrize("text", [
+    # round8-a no_device_in_container-microk8s-2474 (before round 9: no answer): containerd's CRI, as the kubelet
+    # reports it
+    ("Microk8s v.1.21\nError:\nFailed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox "
+     'runtime: no runtime for "nvidia" is configured'),
+    # Kubernetes' RuntimeClass admission plugin (plugin/pkg/admission/runtimeclass), written for the test
+    ('Error from server (Forbidden): error when creating "gpu-pod.yaml": pods "cuda-vectoradd" is forbidden: '
+     'pod rejected: RuntimeClass "nvidia" not found'),
+])
+def test_a_container_runtime_without_the_nvidia_runtime_in_containerds_or_kubernetes_words(text):
+    d = _first(text)
+    assert (d.family, d.id) == ("no_device_in_container", "cri_runtime_handler_missing")
+    assert d.title == RUNTIME_TITLE
+
+
+def test_another_runtime_handler_missing_is_not_this_reading():
+    assert not explain_text('failed to get sandbox runtime: no runtime for "kata-qemu" is configured').diagnoses
+
+
+OLLAMA_NO_DEVICE = ('Aug 29 12:00:56 linux ollama[12550]: time=2025-08-29T12:00:56.249+02:00 level=INFO '
+                    'source=gpu.go:604 msg="no nvidia devices detected by library /usr/lib64/libcuda.so.575.64.05"\n'
+                    "I made an update to latest versions and when running now models is no longer loaded on the GPUs.")
+
+
+def test_ollamas_no_nvidia_devices_detected_is_cuda_finding_no_device():
+    # round8-a driver_not_loaded-ollama-12116 (before round 9: the vocabulary's 'no NVIDIA GPU'): Ollama logs this
+    # when cuInit returns CUDA_ERROR_NO_DEVICE (discover/gpu.go)
+    d = _first(OLLAMA_NO_DEVICE)
+    assert (d.family, d.id) == ("driver_not_loaded", "cuinit_no_device")
+    assert d.title == "CUDA finds no GPU it can use (no CUDA-capable device)"
+    assert d.differential is not None and d.differential.signature == "cuinit_no_device"
+
+
+def test_ollamas_no_nvidia_devices_detected_in_a_container_is_the_container():
+    d = _first(OLLAMA_NO_DEVICE, ["container"])
+    assert (d.family, d.id) == ("no_device_in_container", "cuinit_no_device")
+    assert d.title == "In a container, CUDA finds no GPU: the container was started without it"
+
+
+INVALID_IMAGE_TITLE = ("The driver cannot load this program's GPU code (device kernel image is invalid, error 200): it "
+                       "was built by a newer CUDA than the driver supports")
+
+
+@pytest.mark.parametrize("text", [
+    # round7 driver_too_old-lorax-237 (before round 9: no answer): Triton's kernels, assembled by its own ptxas
+    '"Triton Error [CUDA]: device kernel image is invalid" when running at runpod.io',
+    # round8-a driver_too_old-inference-snaps-255 (before round 9: the vocabulary's arch_unsupported): a llama.cpp
+    # build made with a newer CUDA on a 535 driver
+    ("ggml_cuda_compute_forward: SCALE failed\nCUDA error: device kernel image is invalid\n  current device: 0, in "
+     "function ggml_cuda_compute_forward at ggml/src/ggml-cuda/ggml-cuda.cu:2962"),
+    # the driver API's name for it (CUresult 200), written for the test
+    "cuModuleLoadData(&module, image) failed: CUDA_ERROR_INVALID_IMAGE",
+    # the runtime API's name (cudaError_t 200), written for the test
+    "CUDA Runtime Error: cudaErrorInvalidKernelImage",
+])
+def test_a_kernel_image_the_driver_cannot_read_is_a_driver_too_old(text):
+    diagnoses = explain_text(text).diagnoses
+    assert (diagnoses[0].family, diagnoses[0].id) == ("driver_too_old", "invalid_kernel_image")
+    assert diagnoses[0].title == INVALID_IMAGE_TITLE
+    assert "arch_unsupported" in [d.family for d in diagnoses[1:]]
+
+
+REQUIREMENT = ("docker: Error response from daemon: failed to create task for container: failed to create shim task: "
+               "OCI runtime create failed: runc create failed: unable to start container process: error during "
+               "container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+               "Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: "
+               "cuda>=11.8, please update your driver to a newer version, or use an earlier cuda container: unknown.")
+
+
+@pytest.mark.parametrize("text,sig,flags", [
+    # round8-a wsl_specific-refact-368 (before round 9: driver_too_old): the container toolkit's cuda>= check
+    # under WSL2, where the driver is the Windows one
+    (REQUIREMENT, "container_cli_requires_cuda", ["wsl", "container"]),
+    # the CUDA runtime's own words (error 35), written for the test
+    ("CUDA driver version is insufficient for CUDA runtime version", "cuda_insufficient_driver", ["wsl"]),
+])
+def test_a_driver_said_too_old_under_wsl_is_the_windows_drivers(text, sig, flags):
+    d = _first(text, flags)
+    assert (d.family, d.id) == ("wsl_specific", sig)
+    assert d.title == "A WSL GPU set-up problem"
+
+
+def test_a_driver_said_too_old_outside_wsl_stays_too_old():
+    d = _first(REQUIREMENT, ["container"])
+    assert (d.family, d.id) == ("driver_too_old", "container_cli_requires_cuda")
+    assert d.title == "The host driver is too old for this image: it needs CUDA 11.8 or newer"
+
+
+@pytest.mark.parametrize("text,words", [
+    # round8-a xid_or_hardware-ollama-2029 (before round 9: no answer): a GPU (an NVLink board) hung; systemd
+    # cannot kill the process stuck in the driver
+    ("When we are running \"ollama run mixtral\", it was fine but few minutes later, it's halt. I got multiple errors "
+     "from the log:\n\n1. ggml-cuda.cu: \"8792: !\" CUDA error\n2. ollama.service: State 'stop-sigterm' timed out. "
+     "Killing.\n\nI tried to kill ollama process but can't (ollama.service: Processes still around after SIGKILL. "
+     "Ignoring.), the only solution is reboot it but the same situation happens again.",
+     "Processes still around after SIGKILL, reboot, ggml"),
+    # nvidia-smi itself stuck in the driver, written for the test
+    ("after a few hours of training nvidia-smi hangs and never returns", "nvidia-smi hangs, nvidia-smi"),
+])
+def test_a_gpu_hang_in_plain_words_is_a_hardware_fault(text, words):
+    assert "hardware_stress" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
+                       "that stopped answering")
+
+
+def test_a_process_the_user_cannot_stop_is_no_gpu_hang():
+    # a program's own deadlock says this too: only systemd's 'still around after SIGKILL' and nvidia-smi hanging count
+    assert "hardware_stress" not in features("the dataloader worker cannot be killed with Ctrl-C")
