@@ -131,3 +131,22 @@ def test_a_gpu_hang_in_plain_words_is_a_hardware_fault(text, words):
 def test_a_process_the_user_cannot_stop_is_no_gpu_hang():
     # a program's own deadlock says this too: only systemd's 'still around after SIGKILL' and nvidia-smi hanging count
     assert "hardware_stress" not in features("the dataloader worker cannot be killed with Ctrl-C")
+
+
+@pytest.mark.parametrize("text,words", [
+    # Windows' own words for a GPU that stopped answering (TDR, event 4101, Microsoft's "Timeout Detection and
+    # Recovery"), written for the test: no tunable case holds them
+    ("Display driver nvlddmkm stopped responding and has successfully recovered.", "nvlddmkm, driver"),
+    ("The description for Event ID 14 from source nvlddmkm cannot be found", "nvlddmkm"),
+    # the same told by a user
+    ("the GPU stopped responding after a few minutes of training and the screen went black",
+     "GPU stopped responding"),
+    # CUDA's own name for a kernel the watchdog stopped (cudaErrorLaunchTimeout): no suspend is involved
+    ("CUDA error: the launch timed out and was terminated", "launch timed out"),
+])
+def test_a_gpu_that_stopped_responding_in_windows_or_plain_words_is_a_hardware_fault(text, words):
+    assert "hardware_stress" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
+                       "that stopped answering")
