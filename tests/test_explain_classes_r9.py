@@ -150,3 +150,18 @@ def test_a_gpu_that_stopped_responding_in_windows_or_plain_words_is_a_hardware_f
     assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
     assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
                        "that stopped answering")
+
+
+@pytest.mark.parametrize("text,family,sig,title", [
+    # the WSL kernel's GPU driver (dxgkrnl) logging its ioctls, written for the test: no tunable case holds one
+    ("dxgkio_is_feature_enabled: Ioctl failed: -22\nRuntimeError: Unexpected error from cudaGetDeviceCount(). Did "
+     "you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 500: "
+     "named symbol not found", "wsl_specific", "cuda_get_device_count_error", "A WSL GPU set-up problem"),
+    ("[    0.512345] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22\nCUDA_ERROR_NO_DEVICE",
+     "wsl_specific", "cuinit_no_device", "Under WSL, CUDA finds no GPU: WSL's GPU support is not set up"),
+])
+def test_the_wsl_kernels_dxgkio_lines_say_this_is_wsl(text, family, sig, title):
+    r = explain_text(text)
+    assert "wsl" in r.context.flags
+    assert (r.diagnoses[0].family, r.diagnoses[0].id) == (family, sig)
+    assert r.diagnoses[0].title == title
