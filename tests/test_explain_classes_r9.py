@@ -165,3 +165,18 @@ def test_the_wsl_kernels_dxgkio_lines_say_this_is_wsl(text, family, sig, title):
     assert "wsl" in r.context.flags
     assert (r.diagnoses[0].family, r.diagnoses[0].id) == (family, sig)
     assert r.diagnoses[0].title == title
+
+
+@pytest.mark.parametrize("text,words", [
+    # a tool asking whether a driver is there (written for the test): the bare word 'driver' reads as too old
+    ("Unable to find NVIDIA GPU. Is an NVIDIA driver installed?",
+     "Is an NVIDIA driver installed, driver, Unable to find NVIDIA GPU"),
+    # the same said by a user after a kernel update (written for the test)
+    ("the driver isn't loaded after the kernel update", "driver isn't loaded, kernel update, driver"),
+])
+def test_a_driver_said_missing_in_words_is_a_driver_not_loaded(text, words):
+    assert "driver_missing" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("driver_not_loaded", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to the NVIDIA kernel module is "
+                       "not loaded")
