@@ -180,3 +180,22 @@ def test_a_driver_said_missing_in_words_is_a_driver_not_loaded(text, words):
     assert (d.family, d.id) == ("driver_not_loaded", "vocabulary")
     assert d.title == (f"No known message matched; its words ({words}) point first to the NVIDIA kernel module is "
                        "not loaded")
+
+
+@pytest.mark.parametrize("text,words", [
+    # a suspend told without the word, in the words the suspend clue already reads (round 8), written for the test:
+    # the vocabulary now speaks on them when no known message matched
+    ("CUDA stops working after the machine goes to sleep", "machine goes to sleep"),
+    ("After waking the laptop from sleep, CUDA no longer works until I reboot", "from sleep, laptop, reboot"),
+    ("when I close the lid and open it again torch can't use the GPU", "close the lid, torch, can't use the GPU"),
+])
+def test_a_suspend_in_other_words_speaks_without_a_known_message(text, words):
+    assert "suspend" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("suspend_resume_uvm", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to CUDA broken after "
+                       "suspend/resume (nvidia_uvm)")
+
+
+def test_a_programs_sleep_is_no_suspend():
+    assert "suspend" not in features("time.sleep(5)  # wait for the worker")
