@@ -211,3 +211,30 @@ def test_the_nvidia_installers_missing_kernel_source_is_a_module_never_built():
     assert (d.family, d.id) == ("driver_not_loaded", "installer_kernel_source_missing")
     assert d.title == ("The NVIDIA installer cannot build the kernel module: the running kernel's headers (its source "
                        "tree) are not installed")
+
+
+TRT = "[TRT] [W] CUDA initialization failure with error: {n}. Please check your CUDA installation"
+OLLAMA = ('msg="Unable to load cudart library /usr/lib/x86_64-linux-gnu/libcudart.so.12: cudart init failure: {n}"')
+
+
+@pytest.mark.parametrize("template", [TRT, OLLAMA])
+@pytest.mark.parametrize("n,family,sig,title", [
+    (35, "driver_too_old", "cuda_insufficient_driver",
+     "The driver is older than the CUDA runtime the program ships (error 35)"),
+    (100, "driver_not_loaded", "cuinit_no_device", "CUDA finds no GPU it can use (no CUDA-capable device)"),
+    (999, "cuda_init_error_other", "cuda_unknown_error_999",
+     "CUDA fails with 'unknown error' (999 or 30): it could not initialise the GPU"),
+    (802, "fabric_manager_missing", "cuda_system_not_ready",
+     "CUDA waits for the NVSwitch fabric (error 802, system not yet initialized): the fabric manager is not running"),
+])
+def test_a_cuda_init_failure_told_by_its_number_is_read_as_that_code(template, n, family, sig, title):
+    # TensorRT's and Ollama's own lines (written for the test; round7 ollama-11593 and ollama-9031 hold Ollama's
+    # wording with other numbers): the number after 'failure'/'error' is the CUDA error code, not a generic failure
+    d = _first(template.format(n=n))
+    assert (d.family, d.id) == (family, sig)
+    assert d.title == title
+
+
+@pytest.mark.parametrize("text", ["CUDA memory usage 100%, error rate 35.5", "cuda error: 100% of kernels failed"])
+def test_a_percentage_or_a_decimal_is_no_error_code(text):
+    assert not explain_text(text).diagnoses
