@@ -239,3 +239,24 @@ def test_a_cuda_init_failure_told_by_its_number_is_read_as_that_code(template, n
 @pytest.mark.parametrize("text", ["CUDA memory usage 100%, error rate 35.5", "cuda error: 100% of kernels failed"])
 def test_a_percentage_or_a_decimal_is_no_error_code(text):
     assert not explain_text(text).diagnoses
+
+
+@pytest.mark.parametrize("text,words", [
+    # a card called faulty, sent back, replaced or overclocked (written for the test; round7 xid_or_hardware-t-rex-546
+    # holds 'reduce overclock' beside its launch failure)
+    ("the card is defective, we had to RMA it", "RMA"),
+    ("random CUDA errors only on GPU 3, swapping the card fixed it", "swapping the card"),
+    ("after overclocking the GPU I get CUDA errors", "overclocking"),
+])
+def test_a_card_called_faulty_or_replaced_is_a_hardware_fault(text, words):
+    assert "hardware_stress" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
+                       "that stopped answering")
+
+
+def test_a_program_bug_beside_a_word_about_hardware_stays_unclaimed():
+    text = ("I don't think this is a hardware issue: RuntimeError: CUDA error: an illegal memory access was "
+            "encountered")
+    assert not explain_text(text).diagnoses
