@@ -247,6 +247,9 @@ def test_a_percentage_or_a_decimal_is_no_error_code(text):
     ("the card is defective, we had to RMA it", "RMA"),
     ("random CUDA errors only on GPU 3, swapping the card fixed it", "swapping the card"),
     ("after overclocking the GPU I get CUDA errors", "overclocking"),
+    # 'black screen' said as a sentence
+    ("the screen goes black and the fans spin at full speed, then nvidia-smi shows no GPU",
+     "screen goes black, nvidia-smi"),
 ])
 def test_a_card_called_faulty_or_replaced_is_a_hardware_fault(text, words):
     assert "hardware_stress" in features(text)
