@@ -263,3 +263,22 @@ def test_a_program_bug_beside_a_word_about_hardware_stays_unclaimed():
     text = ("I don't think this is a hardware issue: RuntimeError: CUDA error: an illegal memory access was "
             "encountered")
     assert not explain_text(text).diagnoses
+
+
+@pytest.mark.parametrize("text,words", [
+    # a driver updated just before the failure, told in words (written for the test; round2 rocker-ml-28 and round7
+    # homelab-4110 hold it beside NVML's mismatch message): its new libraries beside the old module until a reboot
+    ("I upgraded the nvidia driver with apt and now CUDA doesn't work until I reboot",
+     "upgraded the nvidia driver, driver, reboot"),
+    ("after a driver update nvidia-smi fails; rebooting fixes it", "driver update, nvidia-smi, driver"),
+])
+def test_a_driver_updated_in_words_is_the_module_and_library_differing(text, words):
+    assert "driver_update" in features(text)
+    d = _first(text)
+    assert (d.family, d.id) == ("driver_library_mismatch", "vocabulary")
+    assert d.title == (f"No known message matched; its words ({words}) point first to kernel module and user-space "
+                       "driver differ")
+
+
+def test_advice_to_update_the_driver_is_no_update_that_happened():
+    assert "driver_update" not in features("Error: CUDA driver version is too old, update the driver")
