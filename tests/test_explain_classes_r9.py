@@ -282,3 +282,22 @@ def test_a_driver_updated_in_words_is_the_module_and_library_differing(text, wor
 
 def test_advice_to_update_the_driver_is_no_update_that_happened():
     assert "driver_update" not in features("Error: CUDA driver version is too old, update the driver")
+
+
+def test_an_application_xid_with_the_driver_or_machine_frozen_is_no_program_bug():
+    # round7 xid_or_hardware-dxvk-1169 (before round 9: no answer, Xid 31 read as the program's doing): a program's
+    # own page fault kills its context; the driver or the machine freezing with it is the GPU or the driver
+    text = 'Squad freezes Nvidia driver: "NVRM: Xid 31 (...) ACCESS_TYPE_VIRT_WRITE"'
+    r = explain_text(text)
+    assert "gpu_hang" in r.context.flags
+    assert (r.diagnoses[0].family, r.diagnoses[0].id) == ("xid_or_hardware", "xid_mentioned")
+    assert r.diagnoses[0].title == "Xid 31 was reported: GPU memory page fault"
+    assert not r.notes
+
+
+def test_an_application_xid_alone_stays_the_programs():
+    # tune not_env_problem-mold-543: Xid 31 beside an illegal address, a crash but nothing frozen
+    text = ("Xid 31 / CUDA_ERROR_ILLEGAL_ADDRESS in SD1.5 pipeline at 1024x1024 (DreamShaper 8 LCM) - reproducible "
+            "worker-fatal crash at step 0")
+    r = explain_text(text)
+    assert not r.diagnoses and [n.kind for n in r.notes] == ["program_bug"]
