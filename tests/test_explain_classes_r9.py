@@ -1,7 +1,9 @@
 """Classes of real errors round 9 of issue 10 reads for the class, at the machine and driver level (REAL texts from
 the tunable sets, named next to each, and the libraries' own messages where no tunable case holds one): other
 container runtimes' words for a missing 'nvidia' runtime, Ollama's words for no CUDA device, a kernel image the
-driver cannot read, a driver said too old under WSL, and a GPU hang told in plain words."""
+driver cannot read, a driver said too old under WSL, the WSL kernel's own lines, a CUDA initialisation failure told
+by its number, a driver said missing, updated or never built in words, a suspend in other words, and a GPU fault or
+hang told in plain words (an Xid with the driver frozen among them)."""
 
 from __future__ import annotations
 
