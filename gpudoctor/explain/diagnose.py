@@ -106,7 +106,8 @@ class Diagnoser:
         sig = hit.sig
         values, flags = self._values(hit)
         out: List[_Proposal] = []
-        if sig.program_bug_if and _values_ok(sig.program_bug_if, values):
+        if (sig.program_bug_if and _values_ok(sig.program_bug_if, values)
+                and not any(f in flags for f in sig.program_bug_unless)):
             notes.append(self._note(hit, "program_bug"))    # an Xid the application causes: the program's doing
             return []
         if _flags_ok(sig.requires, sig.excludes, flags):

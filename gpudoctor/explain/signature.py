@@ -92,6 +92,7 @@ class Signature:
     prior_of: int = 0                       # real cases the signature matched when the priors were counted
     smi_failure: Optional[str] = None       # the row of nvidia_smi_failures.json its pattern comes from
     program_bug_if: Mapping[str, str] = field(default_factory=dict)   # value (derived too) -> needle: a note instead
+    program_bug_unless: Tuple[str, ...] = ()  # ... unless one of these flags holds (the driver or machine hung)
     fallback: bool = False                  # a generic reading, dropped where a specific one matched the same lines
 
     @property
@@ -174,4 +175,5 @@ def parse(raw: Mapping, family: Optional[str], file: str) -> Signature:
         analysis=raw.get("analysis"), window_lines=int(raw.get("window_lines", 1)), flag=raw.get("flag"),
         examples=tuple(raw.get("examples") or ()), sources=_tuple(raw.get("sources")), file=file,
         smi_failure=raw.get("smi_failure"), program_bug_if=dict(raw.get("program_bug_if") or {}),
+        program_bug_unless=_tuple(raw.get("program_bug_unless")),
         fallback=bool(raw.get("fallback", False)))
