@@ -9,8 +9,8 @@ candidate family is the number of cases of the tunable sets of bench/explain_acc
 tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
 from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-test-4, whole from
 round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on),
-round7 (frozen-test-7, whole from round 9 on) and round8-a (the tunable half of frozen-test-8; round 9
-holds round8-b out) -
+round7 (frozen-test-7, whole from round 9 on), round8 (frozen-test-8, whole from round 10 on) and
+round9-a (the tunable half of frozen-test-9; round 10 holds round9-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.
@@ -28,7 +28,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8-a")   # never round8-b
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9-a")   # never round9-b
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 
