@@ -29,6 +29,10 @@ def context_flags(environment: dict) -> list:
         flags.append("wsl")
     if "windows" in str(environment.get("os", "")).lower() or "windows" in summary:
         flags.append("windows")
+    # A Mac is where it ran, not the answer (the answer may still be a CPU-only build, a bug, an eGPU ...).
+    if re.search(r"\bmac ?os\b|\bmacbook|\bimac\b|\bapple (?:m[1-9]|silicon)|\bdarwin\b|\bm[1-9] (?:mac|pro|max)\b",
+                 str(environment.get("os", "")).lower() + " " + summary):
+        flags.append("macos")
     return flags
 
 

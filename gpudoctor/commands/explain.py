@@ -10,7 +10,7 @@ from gpudoctor.commands.common import (TIMEOUT_SECONDS, InputError, color_option
                                        nonempty_snapshot, python_option)
 from gpudoctor.exitcodes import ExitCode
 
-CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
+CONTEXTS = ("container", "wsl", "windows", "macos", "tensorflow", "suspend")
 
 
 @click.command("explain")
@@ -20,8 +20,8 @@ CONTEXTS = ("container", "wsl", "windows", "tensorflow", "suspend")
               help="Tailor the fixes with a recorded snapshot folder or bundle (.tar.gz) of the machine the error came from.")
 @click.option("--here", is_flag=True, help="Tailor the fixes with this machine's facts (probes it, like `gpudoctor check`).")
 @click.option("--context", "contexts", multiple=True, type=click.Choice(CONTEXTS),
-              help="Where the error happened, when the text does not say: container, wsl, windows, tensorflow or "
-                   "suspend (repeatable).")
+              help="Where the error happened, when the text does not say: container, wsl, windows, macos (a Mac: "
+                   "no NVIDIA GPU), tensorflow or suspend (repeatable).")
 @click.option("--jobs", type=click.IntRange(1, 64), default=None,
               help="Worker processes for a large log file (default: one per CPU, up to 8, for files over 64 MiB).")
 @python_option

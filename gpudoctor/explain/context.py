@@ -91,8 +91,11 @@ def read_machine(ctx: Context, facts) -> None:
     wsl = _fact(facts, "wsl")
     if wsl and wsl.inside:
         ctx.set_flag("wsl", "snapshot: WSL")
-    if str(_fact(facts, "target_os") or "").lower() == "windows":
+    target = str(_fact(facts, "target_os") or "").lower()
+    if target == "windows":
         ctx.set_flag("windows", "snapshot: Windows")
+    elif target == "darwin":
+        ctx.set_flag("macos", "snapshot: macOS")
     dev = _fact(facts, "dev_nodes")
     if dev is not None and not any(n.startswith("nvidia") for n in dev):
         ctx.set_flag("no_dev_nvidia", "snapshot: no /dev/nvidia* device")

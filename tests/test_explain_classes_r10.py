@@ -1,0 +1,92 @@
+"""Classes of real errors round 10 of issue 10 reads for the class (REAL texts of round9-a, the tunable half of
+frozen-test-9, named next to each): a Mac said by the user or the snapshot, FlashAttention's older architecture
+check, PyTorch Lightning asked for GPU indices that do not exist, a malformed torch device string (the program's)
+and PaddlePaddle's words for CUDA finding no device."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from gpudoctor.explain.context import Context, read_machine
+from gpudoctor.explain.pipeline import explain_text
+
+NOT_COMPILED = "AssertionError: Torch not compiled with CUDA enabled"
+
+
+def _first(text, flags=()):
+    d = explain_text(text, flags=list(flags)).diagnoses
+    assert d, "no diagnosis"
+    return d[0]
+
+
+def test_a_mac_said_by_the_user_reads_torch_without_cuda_as_no_nvidia_gpu():
+    # round9-a no_nvidia_gpu-bert4eth-4, -glm-tts-31, -comfyui-liveportraitkj-31, -stable-diffusion-videos-79: the bare
+    # message on Apple-silicon Macs; without a word of the Mac in the text it reads as a CPU-only build first
+    assert [d.family for d in explain_text(NOT_COMPILED).diagnoses][:2] == ["torch_cpu_build", "no_nvidia_gpu"]
+    assert _first(NOT_COMPILED, ["macos"]).family == "no_nvidia_gpu"
+
+
+def test_explain_takes_macos_as_a_context_on_the_command_line(gpudoctor_cli):
+    out = gpudoctor_cli("explain", "--json", "--context", "macos", NOT_COMPILED)
+    assert out.returncode == 0, out
+    assert json.loads(out.stdout)["diagnoses"][0]["family"] == "no_nvidia_gpu"
+    assert gpudoctor_cli("explain", "--context", "mac", NOT_COMPILED).returncode == 2
+
+
+class _Facts:
+    def __init__(self, **values):
+        self.values = values
+
+    def get(self, name):
+        return self.values.get(name)
+
+
+@pytest.mark.parametrize("system, flag", [("darwin", "macos"), ("windows", "windows"), ("linux", None)])
+def test_a_snapshot_of_a_mac_sets_the_macos_flag(system, flag):
+    ctx = Context()
+    read_machine(ctx, _Facts(target_os=system, container=SimpleNamespace(inside=False)))
+    assert ctx.flags & {"macos", "windows"} == ({flag} if flag else set())
+
+
+def test_flash_attention_s_older_architecture_check_is_arch_unsupported():
+    # round9-a arch_unsupported-fastchat-498 (before round 10: no answer): V100s (sm_70) and flash-attn 1.x
+    text = ("RuntimeError: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got false.  (Could this error "
+            "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    d = _first(text)
+    assert (d.family, d.id) == ("arch_unsupported", "flash_attention_needs_ampere")
+    assert d.title == ("FlashAttention's kernels were built only for some GPU architectures "
+                       "(is_sm90 || is_sm8x || is_sm75), and this GPU is not one of them")
+    assert explain_text("Expected is_sm80 to be true, but got false").diagnoses[0].id == "flash_attention_needs_ampere"
+    assert explain_text("Expected x_is_contiguous to be true, but got false").diagnoses == []
+
+
+@pytest.mark.parametrize("text, title", [
+    # round9-a cuda_visible_devices-nemo-1564 (before round 10: no answer): gpus=[1] on a one-GPU machine
+    ("MisconfigurationException: \n                You requested GPUs: [1]\n                But your machine only has: [0]",
+     "PyTorch Lightning was asked for GPU(s) [1], which this process does not see"),
+    ("You requested GPUs: [0, 1] But your machine only has: [0]",
+     "PyTorch Lightning was asked for GPU(s) [0, 1], but this process sees only [0]"),
+])
+def test_lightning_asked_for_gpu_indices_that_are_not_there_is_cuda_visible_devices(text, title):
+    d = _first(text)
+    assert (d.family, d.id, d.title) == ("cuda_visible_devices", "lightning_requested_gpus_missing", title)
+
+
+def test_a_malformed_device_string_is_the_program_s_not_the_environment_s():
+    # round9-a not_env_problem-conplex-34 (before round 10: the vocabulary's CUDA_VISIBLE_DEVICES, a false claim)
+    result = explain_text("    device = torch.device(f\"cuda:{device_no}\" if use_cuda else \"cpu\")\n"
+                          "RuntimeError: Invalid device string: 'cuda:cuda:0'")
+    assert result.diagnoses == [] and result.exit_code == 1
+    assert [n.title for n in result.notes] == ["The program builds a malformed device string: a bug in the program "
+                                               "or its arguments"]
+
+
+@pytest.mark.parametrize("flags, family", [((), "driver_not_loaded"), (("container",), "no_device_in_container")])
+def test_paddle_s_no_gpu_found_in_runtime_is_cuda_finding_no_device(flags, family):
+    # round9-a no_device_in_container-paddle-models-4486, arch_unsupported-paddle-22749 (before round 10: no answer):
+    # PaddlePaddle's words for cudaGetDeviceCount finding none; its maintainers name the driver first, then the GPU
+    # not passed into the container
+    d = _first("W0224 20:13:37.593991 12824 init.cc:128] Compiled with WITH_GPU, but no GPU found in runtime.", flags)
+    assert (d.id, d.family) == ("cuinit_no_device", family)
