@@ -90,3 +90,12 @@ def test_paddle_s_no_gpu_found_in_runtime_is_cuda_finding_no_device(flags, famil
     # not passed into the container
     d = _first("W0224 20:13:37.593991 12824 init.cc:128] Compiled with WITH_GPU, but no GPU found in runtime.", flags)
     assert (d.id, d.family) == ("cuinit_no_device", family)
+
+
+@pytest.mark.parametrize("flags", [(), ("wsl",)])
+def test_an_extension_without_modules_for_this_gpu_s_capability_is_an_extension_build_mismatch(flags):
+    # round9-a extension_build_mismatch-tiny-cuda-nn-230 (before round 10: WSL, from the environment's WSL)
+    d = _first("OSError: Could not find compatible tinycudann extension for compute capability 75.", flags)
+    assert (d.family, d.id) == ("extension_build_mismatch", "extension_not_built_for_this_capability")
+    assert d.title == ("The installed tinycudann extension was built for other GPU architectures, not compute "
+                       "capability 75")
