@@ -99,3 +99,32 @@ def test_an_extension_without_modules_for_this_gpu_s_capability_is_an_extension_
     assert (d.family, d.id) == ("extension_build_mismatch", "extension_not_built_for_this_capability")
     assert d.title == ("The installed tinycudann extension was built for other GPU architectures, not compute "
                        "capability 75")
+
+
+@pytest.mark.parametrize("text", [
+    # round8 torch_cpu_build-deep-packet-4 (before round 10: no answer): a `cpuonly` conda environment
+    "pytorch_lightning.utilities.exceptions.MisconfigurationException: GPUs requested but none are available.",
+    # Lightning 2.x's words for the same check
+    "MisconfigurationException: GPUAccelerator can not run on your system since the accelerator is not available.",
+])
+def test_lightning_s_words_for_cuda_not_available_read_like_torch_s(text):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("torch_cuda_not_available", "torch_cpu_build")
+    assert d[0].title == "PyTorch cannot use CUDA here: torch.cuda.is_available() is False"
+    assert _first(text, ["container"]).family == "no_device_in_container"
+
+
+CUDNN_NEEDS_LIBCUDA = ("Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object "
+                       "file: No such file or directory")
+
+
+def test_cudnn_missing_libcuda_is_wsl_only_when_wsl_is_said():
+    # round7 cudnn_mismatch_or_missing-3dino-2 and -openvoice-63 (plain Linux; before round 10: WSL first); the three
+    # tunable threads labelled WSL (dev nougat-115, round7 yolov10-395, tune seamless-communication-167) say WSL
+    d = explain_text(CUDNN_NEEDS_LIBCUDA).diagnoses
+    assert (d[0].id, d[0].family) == ("cudnn_needs_libcuda", "cudnn_mismatch_or_missing")
+    assert d[0].title == "cuDNN (libcudnn_cnn_infer.so.8) cannot load the driver's libcuda.so"
+    assert "wsl_specific" in [x.family for x in d]
+    w = _first(CUDNN_NEEDS_LIBCUDA, ["wsl"])
+    assert (w.id, w.family, w.title) == ("cudnn_needs_libcuda", "wsl_specific",
+                                         "cuDNN cannot load libcuda.so under WSL (libcudnn_cnn_infer.so.8)")
