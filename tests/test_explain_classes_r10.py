@@ -128,3 +128,30 @@ def test_cudnn_missing_libcuda_is_wsl_only_when_wsl_is_said():
     w = _first(CUDNN_NEEDS_LIBCUDA, ["wsl"])
     assert (w.id, w.family, w.title) == ("cudnn_needs_libcuda", "wsl_specific",
                                          "cuDNN cannot load libcuda.so under WSL (libcudnn_cnn_infer.so.8)")
+
+
+@pytest.mark.parametrize("text", ["cuda error: 100% of kernels failed", "nvml status 15% busy, gpu error 35.5 ms"])
+def test_the_vocabulary_reads_no_error_code_from_a_percentage_or_a_decimal(text):
+    from gpudoctor.explain.words import features
+
+    assert not [f for f in features(text) if f.startswith("code:")]
+
+
+def test_the_vocabulary_speaks_when_its_best_family_holds_a_fifth_of_a_word():
+    # round8 no_device_in_container-deepo-30 (before round 10: no answer at the old threshold of a third): a
+    # Singularity container and "can't find cuda" point first to a container without the GPU, with 0.27 of a word
+    from gpudoctor.explain import fallback
+
+    assert fallback.MIN_SHARE == 0.2
+    d = _first("upon running it complains that it can't find cuda. sudo singularity build py27-gpu.img "
+               "docker://ufoym/deepo:all-py27")
+    assert (d.id, d.family) == ("vocabulary", "no_device_in_container")
+
+
+def test_autocast_s_warning_that_cuda_is_not_available_reads_like_is_available_false():
+    # round7 no_device_in_container-tibava-2 (before round 10: the vocabulary's CUDA_VISIBLE_DEVICES): a CPU-only
+    # compose file; in a container the container comes first
+    text = ("/usr/local/lib/python3.10/site-packages/torch/amp/autocast_mode.py:250: UserWarning: User provided "
+            "device_type of 'cuda', but CUDA is not available. Disabling")
+    assert (_first(text).id, _first(text).family) == ("torch_cuda_not_available", "torch_cpu_build")
+    assert _first(text, ["container"]).family == "no_device_in_container"

@@ -19,13 +19,14 @@ from gpudoctor.knowledge import vocabulary
 from gpudoctor.literals import fold, needles
 
 # A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)",
-# or before "error" ("the 804 error").
+# or before "error" ("the 804 error"); a percentage or a decimal ("error: 100%", "error 35.5") is no code.
 _NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
+                     r"(?![.,]\d|%)"
                      r"|\((\d{2,4}) vs\. 0\)|\b(\d{3,4}) error\b", re.IGNORECASE)
 
 # A number below 30 after such words (and "failure: 3"), read only on a line that names its table's API.
 _SMALL_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with|failure)\W{0,4}(?:code\W{0,3}|#)?\(?"
-                           r"(\d{1,2})\b(?![.,]\d)", re.IGNORECASE)
+                           r"(\d{1,2})\b(?![.,]\d|%)", re.IGNORECASE)
 
 # The rows of a pasted nvidia-smi table ("| NVIDIA-SMI 535.161.08   Driver Version: ...", "+----+"): a table
 # shows a working driver, so its words (driver, ECC, NVIDIA-SMI) are no complaint about one.
