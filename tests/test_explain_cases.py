@@ -29,9 +29,14 @@ def context_flags(environment: dict) -> list:
         flags.append("wsl")
     if "windows" in str(environment.get("os", "")).lower() or "windows" in summary:
         flags.append("windows")
-    # A Mac is where it ran, not the answer (the answer may still be a CPU-only build, a bug, an eGPU ...).
-    if re.search(r"\bmac ?os\b|\bmacbook|\bimac\b|\bapple (?:m[1-9]|silicon)|\bdarwin\b|\bm[1-9] (?:mac|pro|max)\b",
-                 str(environment.get("os", "")).lower() + " " + summary):
+    # A Mac without an NVIDIA GPU is where it ran, not the answer (the answer may still be a CPU-only build or a
+    # bug): the Macs of macOS 10.13 and before that carried a GeForce are not such a Mac, and neither is one whose
+    # reporter names an NVIDIA GPU.
+    where = str(environment.get("os", "")).lower() + " " + summary + " " + str(environment.get("platform", "")).lower()
+    if (re.search(r"\bmac ?os\b|\bmacbook|\bimac\b|\bapple (?:m[1-9]|silicon)|\bdarwin\b|\bmac m[1-9]\b|"
+                  r"\bm[1-9] (?:mac|pro|max)\b", where)
+            and not re.search(r"\bmac ?os (?:x )?10\.(?:[0-9]|1[0-3])\b", where)
+            and not re.search(r"(?<!no )(?<!without )(?<!without an )nvidia|geforce|quadro|tesla|\bgtx\b|\brtx\b", text)):
         flags.append("macos")
     return flags
 

@@ -155,3 +155,37 @@ def test_autocast_s_warning_that_cuda_is_not_available_reads_like_is_available_f
             "device_type of 'cuda', but CUDA is not available. Disabling")
     assert (_first(text).id, _first(text).family) == ("torch_cuda_not_available", "torch_cpu_build")
     assert _first(text, ["container"]).family == "no_device_in_container"
+
+
+DOCKER_NO_NVIDIA = 'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]'
+
+
+def test_on_a_mac_no_nvidia_gpu_outranks_the_readings_a_message_proposes():
+    # round2 no_nvidia_gpu-translation-layoutrecovery-7 (docker compose on an M2) and round1 txt2mask-18: on a Mac no
+    # container, driver or build fix gives the machine CUDA
+    assert _first(DOCKER_NO_NVIDIA, ["container"]).family == "no_device_in_container"
+    d = explain_text(DOCKER_NO_NVIDIA, flags=["container", "macos"]).diagnoses
+    assert [x.family for x in d][:2] == ["no_nvidia_gpu", "no_device_in_container"]
+    assert d[0].id == "docker_could_not_select_device_driver"
+    # an NVIDIA GPU named in the text (an old Mac with a GeForce) keeps the message's own reading
+    assert _first(DOCKER_NO_NVIDIA + "\nGPU: NVIDIA GeForce GT 750M", ["container", "macos"]).family == \
+        "no_device_in_container"
+
+
+def test_on_a_mac_an_extension_that_does_not_import_stays_the_extension_s_problem():
+    # tune extension_build_mismatch-semv2-8 (mmcv-full without its ops on an M1)
+    assert _first("ModuleNotFoundError: No module named 'mmcv._ext'", ["macos"]).family == "extension_build_mismatch"
+
+
+@pytest.mark.parametrize("environment, mac", [
+    ({"os": "macOS on Apple M1", "framework": "mmcv-full"}, True),
+    ({"summary": "macOS on Apple M3 Pro (no NVIDIA GPU), ComfyUI"}, True),
+    ({"platform": "Mac M1 (no CUDA)"}, True),
+    ({"os": "macOS 10.13.6", "cuda": "9.2", "driver": "396.148"}, False),      # the last macOS with NVIDIA drivers
+    ({"os": "macOS 12", "gpu": "NVIDIA GeForce GTX 1080 (eGPU)"}, False),
+    ({"summary": "Linux, RTX 4090"}, False),
+])
+def test_the_accuracy_bench_reads_a_mac_without_an_nvidia_gpu_from_the_environment(environment, mac):
+    from tests.test_explain_cases import context_flags
+
+    assert ("macos" in context_flags(environment)) is mac
