@@ -9,8 +9,9 @@ candidate family is the number of cases of the tunable sets of bench/explain_acc
 tune, round1 (round 1's frozen set, tunable from round 2 on), eval, round2 (frozen-test-2, tunable
 from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-test-4, whole from
 round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on),
-round7 (frozen-test-7, whole from round 9 on), round8 (frozen-test-8, whole from round 10 on) and
-round9-a (the tunable half of frozen-test-9; round 10 holds round9-b out) -
+round7 (frozen-test-7, whole from round 9 on), round8 (frozen-test-8, whole from round 10 on), round9
+(frozen-test-9, whole from round 11 on) and round10-a (the tunable half of frozen-test-10; round 11 holds
+round10-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.
@@ -28,7 +29,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9-a")   # never round9-b
+SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9", "round10-a")   # never round10-b
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 

@@ -6,9 +6,9 @@
 
 The counts of a word (a term of error_vocabulary.json, an error code of error_codes.json) are how
 many cases of the tuning sets hold it, by the case's primary family: dev, eval, tune, round1,
-round2, round3, round4, round5, round6, round7, round8 (whole: rounds 3 to 9 held their halves round2-b,
-round3-b, round4-b, round5-b, round6-b, round7-b and round8-b out and measured them) and round9-a. round9-b
-(round 10's held-out half) and the frozen
+round2, round3, round4, round5, round6, round7, round8, round9 (whole: rounds 3 to 10 held their halves
+round2-b to round9-b out and measured them) and round10-a. round10-b (round 11's held-out half) and the
+frozen
 sets are never read. The cross-validation splits those cases by thread into k folds, counts the words on
 k-1 of them and measures the other: the fallback alone (on every case: does its first family hit,
 does it speak on texts that are not environment problems) and explain as a whole (the fallback
@@ -29,7 +29,7 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TUNING = ("dev", "eval", "tune", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9-a")   # never round9-b (round 10 holds it out)
+TUNING = ("dev", "eval", "tune", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9", "round10-a")   # never round10-b (round 11 holds it out)
 DATA = ROOT / "gpudoctor" / "knowledge" / "data" / "error_vocabulary.json"
 NOT_ENV = "not_env_problem"
 
