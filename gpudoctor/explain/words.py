@@ -18,11 +18,12 @@ from typing import Dict, Iterable
 from gpudoctor.knowledge import vocabulary
 from gpudoctor.literals import fold, needles
 
-# A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)",
+# A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)" and
+# "(0 vs. 216)" (a failed CHECK prints either order),
 # or before "error" ("the 804 error"); a percentage or a decimal ("error: 100%", "error 35.5") is no code.
 _NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
                      r"(?![.,]\d|%)"
-                     r"|\((\d{2,4}) vs\. 0\)|\b(\d{3,4}) error\b", re.IGNORECASE)
+                     r"|\((\d{2,4}) vs\. 0\)|\(0 vs\. (\d{2,4})\)|\b(\d{3,4}) error\b", re.IGNORECASE)
 
 # A number below 30 after such words (and "failure: 3"), read only on a line that names its table's API.
 _SMALL_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with|failure)\W{0,4}(?:code\W{0,3}|#)?\(?"
@@ -64,7 +65,7 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
         if ("code:" + code.key) not in out and code.key in squashed:
             out["code:" + code.key] = Mark(code.name, source)
     for m in _NUMBER.finditer(text):
-        for code in vocabulary.codes_by_number().get(int(m.group(1) or m.group(2) or m.group(3)), ()):
+        for code in vocabulary.codes_by_number().get(int(next(g for g in m.groups() if g)), ()):
             out.setdefault("code:" + code.key, _mark(text, source, m.group(0), m.start()))
     for named_by, by_number in vocabulary.small_codes_by_table():
         for line_match in named_by.finditer(text):
