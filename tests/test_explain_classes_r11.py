@@ -37,3 +37,20 @@ def test_a_failed_check_names_its_error_number_in_either_order(text, code):
 def test_context_in_use_reads_as_a_cuda_initialisation_failure():
     d = explain_text("Check failed: CUDA_SUCCESS == dynload::cuCtxSetCurrent(context) (0 vs. 216)").diagnoses
     assert (d[0].id, d[0].family) == ("vocabulary", "cuda_init_error_other")
+
+
+@pytest.mark.parametrize("text, sig, title", [
+    # round9 cuda_visible_devices-faster-rcnn-dota-9 (before round 11: no answer): MXNet's words for an ordinal
+    ("mxnet.base.MXNetError: [13:48:30] src/engine/threaded_engine.cc:320: Check failed: exec_ctx.dev_id < "
+     "device_count_ (1 vs. 1) Invalid GPU Id: 1, Valid device id should be less than device_count: 1",
+     "invalid_device_ordinal", None),
+    # round9 cuda_visible_devices-nemo-compatible-16 (before round 11: no answer): lightning_fabric's singular wording
+    ("lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [1]\n But your machine only "
+     "has: [0]", "lightning_requested_gpus_missing",
+     "PyTorch Lightning was asked for GPU(s) [1], which this process does not see"),
+])
+def test_other_frameworks_words_for_a_gpu_index_that_does_not_exist(text, sig, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == (sig, "cuda_visible_devices")
+    if title:
+        assert d[0].title == title
