@@ -11,14 +11,9 @@ from types import SimpleNamespace
 import pytest
 from gpudoctor.explain.context import Context, read_machine
 from gpudoctor.explain.pipeline import explain_text
+from tests.explain_support import first_diagnosis as _first
 
 NOT_COMPILED = "AssertionError: Torch not compiled with CUDA enabled"
-
-
-def _first(text, flags=()):
-    d = explain_text(text, flags=list(flags)).diagnoses
-    assert d, "no diagnosis"
-    return d[0]
 
 
 def test_a_mac_said_by_the_user_reads_torch_without_cuda_as_no_nvidia_gpu():

@@ -6,13 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
+from tests.explain_support import first_diagnosis as _first
 from gpudoctor.explain.words import features
-
-
-def _first(text, flags=()):
-    d = explain_text(text, flags=list(flags)).diagnoses
-    assert d, "no diagnosis"
-    return d[0]
 
 
 def test_xla_kernel_dso_mismatch_without_tensorflows_file_name_is_a_driver_library_mismatch():

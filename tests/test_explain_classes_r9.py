@@ -7,12 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
-
-
-def _first(text, flags=()):
-    d = explain_text(text, flags=list(flags)).diagnoses
-    assert d, "no diagnosis"
-    return d[0]
+from tests.explain_support import first_diagnosis as _first
 
 
 CUDNN_HANDLE = "TensorFlow could not create a cuDNN handle: usually the GPU memory was already taken"

@@ -10,13 +10,8 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
+from tests.explain_support import first_diagnosis as _first
 from gpudoctor.explain.words import features
-
-
-def _first(text, flags=()):
-    d = explain_text(text, flags=list(flags)).diagnoses
-    assert d, "no diagnosis"
-    return d[0]
 
 
 RUNTIME_TITLE = ("The node's container runtime has no 'nvidia' runtime: the NVIDIA Container Toolkit is not configured "
