@@ -68,35 +68,27 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 NOT_ENV = "not_env_problem"
+# Frozen sets retired into tuning so far: round<n>-frozen.jsonl for n = 1..RETIRED, each split into halves by the
+# salt of the round that retired it ("round<n+1>:"). The current round (RETIRED + 1) holds round<RETIRED>-b out
+# and measures fixtures/errors-real/frozen-test-<RETIRED + 1>.jsonl as its frozen set. A new round raises it by one.
+RETIRED = 10
+REAL = ROOT / "fixtures" / "errors-real"
 SETS = {
     "dev": ROOT / "fixtures" / "errors-dev" / "cases.jsonl",
     "eval": ROOT / "tests" / "data" / "explain_eval.jsonl",
-    "tune": ROOT / "fixtures" / "errors-real" / "tune.jsonl",
-    "round1": ROOT / "fixtures" / "errors-real" / "round1-frozen.jsonl",
-    "round2": ROOT / "fixtures" / "errors-real" / "round2-frozen.jsonl",
-    "round3": ROOT / "fixtures" / "errors-real" / "round3-frozen.jsonl",
-    "round4": ROOT / "fixtures" / "errors-real" / "round4-frozen.jsonl",
-    "round5": ROOT / "fixtures" / "errors-real" / "round5-frozen.jsonl",
-    "round6": ROOT / "fixtures" / "errors-real" / "round6-frozen.jsonl",
-    "round7": ROOT / "fixtures" / "errors-real" / "round7-frozen.jsonl",
-    "round8": ROOT / "fixtures" / "errors-real" / "round8-frozen.jsonl",
-    "round9": ROOT / "fixtures" / "errors-real" / "round9-frozen.jsonl",
-    "round10": ROOT / "fixtures" / "errors-real" / "round10-frozen.jsonl",
-    "frozen": ROOT / "fixtures" / "errors-real" / "frozen-test-11.jsonl",
+    "tune": REAL / "tune.jsonl",
+    **{f"round{n}": REAL / f"round{n}-frozen.jsonl" for n in range(1, RETIRED + 1)},
+    "frozen": REAL / f"frozen-test-{RETIRED + 1}.jsonl",
 }
 # Halves of a retired frozen set, split by thread with the salt of the round that split it.
-HALVES = {"round1-a": ("round1", 0, "round2:"), "round1-b": ("round1", 1, "round2:"),
-          "round2-a": ("round2", 0, "round3:"), "round2-b": ("round2", 1, "round3:"),
-          "round3-a": ("round3", 0, "round4:"), "round3-b": ("round3", 1, "round4:"),
-          "round4-a": ("round4", 0, "round5:"), "round4-b": ("round4", 1, "round5:"),
-          "round5-a": ("round5", 0, "round6:"), "round5-b": ("round5", 1, "round6:"),
-          "round6-a": ("round6", 0, "round7:"), "round6-b": ("round6", 1, "round7:"),
-          "round7-a": ("round7", 0, "round8:"), "round7-b": ("round7", 1, "round8:"),
-          "round8-a": ("round8", 0, "round9:"), "round8-b": ("round8", 1, "round9:"),
-          "round9-a": ("round9", 0, "round10:"), "round9-b": ("round9", 1, "round10:"),
-          "round10-a": ("round10", 0, "round11:"), "round10-b": ("round10", 1, "round11:")}
+HALVES = {f"round{n}-{ab}": (f"round{n}", which, f"round{n + 1}:")
+          for n in range(1, RETIRED + 1) for which, ab in enumerate("ab")}
 FROZEN = ("frozen",)     # never listed case by case (round1-b was, until round 2 had measured it held out)
-HELD_OUT = ("round10", "round10-b")  # the current round's held-out half (and the set holding it): aggregates only, until released
+# The current round's held-out half (and the set holding it): aggregates only, until released.
+HELD_OUT = (f"round{RETIRED}", f"round{RETIRED}-b")
+# What the vocabulary counts and the differential priors may be counted from: every tunable set, the newest retired
+# set by its tunable half only (never the held-out half nor the frozen set).
+TUNABLE = ("dev", "eval", "tune", *(f"round{n}" for n in range(1, RETIRED)), f"round{RETIRED}-a")
 
 
 def half(source: str, salt: str = "round2:") -> int:

@@ -29,7 +29,9 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SETS = ("dev", "tune", "round1", "eval", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9", "round10-a")   # never round10-b
+from bench.explain_accuracy import TUNABLE  # noqa: E402  (after the path insert)
+
+SETS = TUNABLE   # bench/explain_accuracy.py: every tunable set, never the held-out half
 FOLDER = ROOT / "gpudoctor" / "knowledge" / "signatures"
 
 

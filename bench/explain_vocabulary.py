@@ -29,7 +29,9 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TUNING = ("dev", "eval", "tune", "round1", "round2", "round3", "round4", "round5", "round6", "round7", "round8", "round9", "round10-a")   # never round10-b (round 11 holds it out)
+from bench.explain_accuracy import TUNABLE  # noqa: E402  (after the path insert)
+
+TUNING = TUNABLE   # bench/explain_accuracy.py: every tunable set, never the held-out half
 DATA = ROOT / "gpudoctor" / "knowledge" / "data" / "error_vocabulary.json"
 NOT_ENV = "not_env_problem"
 
