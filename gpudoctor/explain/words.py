@@ -21,13 +21,13 @@ from gpudoctor.literals import fold, needles
 # A number after words that introduce an error code: "error 804", "returned 30", "code=803", "(30 vs. 0)" and
 # "(0 vs. 216)" (a failed CHECK prints either order),
 # or before "error" ("the 804 error"); a percentage or a decimal ("error: 100%", "error 35.5") is no code.
-_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with)\W{0,4}(?:code\W{0,3}|#)?\(?(\d{2,4})\b"
-                     r"(?![.,]\d|%)"
-                     r"|\((\d{2,4}) vs\. 0\)|\(0 vs\. (\d{2,4})\)|\b(\d{3,4}) error\b", re.IGNORECASE)
+_INTRO = r"(?:error|err|code|returned|result|status|failed with{failure})\W{{0,4}}(?:code\W{{0,3}}|#)?\(?"
+_NOT_A_CODE = r"(?![.,]\d|%)"
+_NUMBER = re.compile(_INTRO.format(failure="") + r"(\d{2,4})\b" + _NOT_A_CODE
+                     + r"|\((\d{2,4}) vs\. 0\)|\(0 vs\. (\d{2,4})\)|\b(\d{3,4}) error\b", re.IGNORECASE)
 
 # A number below 30 after such words (and "failure: 3"), read only on a line that names its table's API.
-_SMALL_NUMBER = re.compile(r"(?:error|err|code|returned|result|status|failed with|failure)\W{0,4}(?:code\W{0,3}|#)?\(?"
-                           r"(\d{1,2})\b(?![.,]\d|%)", re.IGNORECASE)
+_SMALL_NUMBER = re.compile(_INTRO.format(failure="|failure") + r"(\d{1,2})\b" + _NOT_A_CODE, re.IGNORECASE)
 
 # The rows of a pasted nvidia-smi table ("| NVIDIA-SMI 535.161.08   Driver Version: ...", "+----+"): a table
 # shows a working driver, so its words (driver, ECC, NVIDIA-SMI) are no complaint about one.
