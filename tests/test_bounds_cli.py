@@ -21,8 +21,10 @@ from tests.conftest import run_gpudoctor
 TIMEOUT = 2  # the stub floods the pipe, using a core, for all of it: kept short
 SLACK = 8  # python start-up, judging and writing on a loaded 2-core machine
 
+# -S: no site import, so that on a loaded machine the stub has forked its grandchild long before the
+# deadline (a stub killed while still starting would leave this test nothing to check).
 SMI = textwrap.dedent("""\
-    #!{python}
+    #!{python} -S
     import os, sys, time
     if os.fork() == 0:
         os.setsid()
