@@ -71,7 +71,7 @@ NOT_ENV = "not_env_problem"
 # Frozen sets retired into tuning so far: round<n>-frozen.jsonl for n = 1..RETIRED, each split into halves by the
 # salt of the round that retired it ("round<n+1>:"). The current round (RETIRED + 1) holds round<RETIRED>-b out
 # and measures fixtures/errors-real/frozen-test-<RETIRED + 1>.jsonl as its frozen set. A new round raises it by one.
-RETIRED = 10
+RETIRED = 11
 REAL = ROOT / "fixtures" / "errors-real"
 SETS = {
     "dev": ROOT / "fixtures" / "errors-dev" / "cases.jsonl",
