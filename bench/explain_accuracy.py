@@ -7,7 +7,7 @@
 
 Sets: fixtures/errors-dev/cases.jsonl (dev), tests/data/explain_eval.jsonl (eval, lines of
 ``text``/``family``), fixtures/errors-real/tune.jsonl (tune) and
-fixtures/errors-real/frozen-test-11.jsonl (frozen: never read case by case; this script prints only
+fixtures/errors-real/frozen-test-12.jsonl (frozen: never read case by case; this script prints only
 aggregate figures for it, and refuses ``--misses`` on it), fixtures/errors-real/round1-frozen.jsonl
 (round1: round 1's frozen set, tunable from round 2 on) and fixtures/errors-real/round2-frozen.jsonl
 (round2: round 2's frozen set, frozen-test-2, measured once at 124/161 and tunable from round 3 on),
@@ -26,14 +26,16 @@ merged code, 103/130 on the code before it, tunable from round 9 on),
 fixtures/errors-real/round9-frozen.jsonl (round9: frozen-test-9, measured once at 95/135 on round 9's
 merged code, 95/135 on the code before it, tunable from round 10 on),
 fixtures/errors-real/round10-frozen.jsonl (round10: frozen-test-10, measured once at 94/127 on round 10's
-code, 90/127 on the code before it, tunable from round 11 on).
+code, 90/127 on the code before it, tunable from round 11 on),
+fixtures/errors-real/round11-frozen.jsonl (round11: frozen-test-11, measured once at 52/71 on round 11's
+code and on the code before it, tunable from round 12 on).
 round1-a and round1-b are round1's two halves, split by thread (``sha256("round2:" + lowercased source
 URL without fragment)``, even or odd); round2-a and round2-b split round2 the same way with the salt
 "round3:", round3-a and round3-b split round3 with "round4:", round4-a and round4-b split round4
 with "round5:", round5-a and round5-b split round5 with "round6:", round6-a and round6-b split round6
 with "round7:", round7-a and round7-b split round7 with "round8:", round8-a and round8-b split round8
 with "round9:", round9-a and round9-b split round9 with "round10:", round10-a and round10-b split round10 with
-"round11:". A round tunes to one half and holds
+"round11:", round11-a and round11-b split round11 with "round12:". A round tunes to one half and holds
 the other out, measuring it only at milestones.
 
 Scoring rule (fixed before the first run):
