@@ -21,18 +21,23 @@ from tests.conftest import run_gpudoctor
 TIMEOUT = 2  # the stub floods the pipe, using a core, for all of it: kept short
 SLACK = 8  # python start-up, judging and writing on a loaded 2-core machine
 
-# -S: no site import, so that on a loaded machine the stub has forked its grandchild long before the
-# deadline (a stub killed while still starting would leave this test nothing to check).
+# The flood starts only once the grandchild has written its pid: gpudoctor stops reading a flood (and kills the
+# command) within milliseconds, which could otherwise come before the grandchild exists and leave this test
+# nothing to check. -S: no site import, so that the stub forks early on a loaded machine too.
 SMI = textwrap.dedent("""\
     #!{python} -S
     import os, sys, time
+    ready, told = os.pipe()
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             with open({pids!r}, "a") as fh:
                 fh.write("%d\\n" % os.getpid())
+            os.write(told, b"x")
             time.sleep(120)
         os._exit(0)
+    os.close(told)
+    os.read(ready, 1)    # the grandchild has written its pid (or is gone: then b"")
     out = os.fdopen(1, "wb")
     while True:
         out.write(b"\\0" * 65536)
