@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,13 +91,39 @@ def test_sigkill_leftovers_never_block_the_next_run_and_are_swept(machine):
 
 def _kill_orphans(bindir):
     """SIGKILL gives gpudoctor no chance to stop the hung nvidia-smi stubs it started (each in a session
-    of its own): the test stops them, so that a suite run leaves no process behind."""
+    of its own): the test stops them, so that a suite run leaves no process behind. The pid file alone is
+    not enough: a stub started just before the kill may not have written its pid yet (two leaked so, as
+    `sleep 100000` orphans). Every process whose environment holds the stubs' folder (gpudoctor is dead, so
+    only what it started) is killed, and again until none is left."""
     pidfile = bindir / "smi.pids"
-    for pid in (pidfile.read_text().split() if pidfile.exists() else ()):
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    marker = str(bindir).encode()
+    deadline = time.monotonic() + 5
+    while True:
+        pids = {int(p) for p in (pidfile.read_text().split() if pidfile.exists() else ())}
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and marker in Path("/proc", entry, "environ").read_bytes():
+                    pids.add(int(entry))
+            except OSError:  # gone, or not ours to read
+                pass
+        alive = [pid for pid in pids if _running(pid)]
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan waits as one until its new parent reaps it)."""
+    try:
+        stat = Path("/proc", str(pid), "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 @pytest.mark.parametrize("existing", [False, True])
