@@ -100,7 +100,7 @@ def _kill_orphans(bindir):
     deadline = time.monotonic() + 5
     while True:
         pids = {int(p) for p in (pidfile.read_text().split() if pidfile.exists() else ())}
-        for entry in os.listdir("/proc"):
+        for entry in (os.listdir("/proc") if os.path.isdir("/proc") else ()):   # elsewhere: the pid file alone
             try:
                 if entry.isdigit() and marker in Path("/proc", entry, "environ").read_bytes():
                     pids.add(int(entry))
