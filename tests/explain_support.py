@@ -10,3 +10,14 @@ def first_diagnosis(text, flags=()):
     d = explain_text(text, flags=list(flags)).diagnoses
     assert d, "no diagnosis"
     return d[0]
+
+
+def assert_read_from_words(text, term, family, words, meaning):
+    """No known message in ``text``: the vocabulary reads it, its ``term`` among the features, and names ``family``
+    first, titled with the ``words`` it read and what they point to (``meaning``, the family's words)."""
+    from gpudoctor.explain.words import features
+
+    assert term in features(text)
+    d = first_diagnosis(text)
+    assert (d.family, d.id) == (family, "vocabulary")
+    assert d.title == f"No known message matched; its words ({words}) point first to {meaning}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
+from tests.explain_support import assert_read_from_words
 from tests.explain_support import first_diagnosis as _first
 from gpudoctor.explain.words import features
 
@@ -118,11 +119,8 @@ def test_a_driver_said_too_old_outside_wsl_stays_too_old():
     ("after a few hours of training nvidia-smi hangs and never returns", "nvidia-smi hangs, nvidia-smi"),
 ])
 def test_a_gpu_hang_in_plain_words_is_a_hardware_fault(text, words):
-    assert "hardware_stress" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
-                       "that stopped answering")
+    assert_read_from_words(text, "hardware_stress", "xid_or_hardware", words,
+                           "a GPU hardware fault or a GPU that stopped answering")
 
 
 def test_a_process_the_user_cannot_stop_is_no_gpu_hang():
@@ -142,11 +140,8 @@ def test_a_process_the_user_cannot_stop_is_no_gpu_hang():
     ("CUDA error: the launch timed out and was terminated", "launch timed out"),
 ])
 def test_a_gpu_that_stopped_responding_in_windows_or_plain_words_is_a_hardware_fault(text, words):
-    assert "hardware_stress" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
-                       "that stopped answering")
+    assert_read_from_words(text, "hardware_stress", "xid_or_hardware", words,
+                           "a GPU hardware fault or a GPU that stopped answering")
 
 
 @pytest.mark.parametrize("text,family,sig,title", [
@@ -172,11 +167,8 @@ def test_the_wsl_kernels_dxgkio_lines_say_this_is_wsl(text, family, sig, title):
     ("the driver isn't loaded after the kernel update", "driver isn't loaded, kernel update, driver"),
 ])
 def test_a_driver_said_missing_in_words_is_a_driver_not_loaded(text, words):
-    assert "driver_missing" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("driver_not_loaded", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to the NVIDIA kernel module is "
-                       "not loaded")
+    assert_read_from_words(text, "driver_missing", "driver_not_loaded", words,
+                           "the NVIDIA kernel module is not loaded")
 
 
 @pytest.mark.parametrize("text,words", [
@@ -187,11 +179,8 @@ def test_a_driver_said_missing_in_words_is_a_driver_not_loaded(text, words):
     ("when I close the lid and open it again torch can't use the GPU", "close the lid, torch, can't use the GPU"),
 ])
 def test_a_suspend_in_other_words_speaks_without_a_known_message(text, words):
-    assert "suspend" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("suspend_resume_uvm", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to CUDA broken after "
-                       "suspend/resume (nvidia_uvm)")
+    assert_read_from_words(text, "suspend", "suspend_resume_uvm", words,
+                           "CUDA broken after suspend/resume (nvidia_uvm)")
 
 
 def test_a_programs_sleep_is_no_suspend():
@@ -249,11 +238,8 @@ def test_a_percentage_or_a_decimal_is_no_error_code(text):
      "screen goes black, nvidia-smi"),
 ])
 def test_a_card_called_faulty_or_replaced_is_a_hardware_fault(text, words):
-    assert "hardware_stress" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("xid_or_hardware", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to a GPU hardware fault or a GPU "
-                       "that stopped answering")
+    assert_read_from_words(text, "hardware_stress", "xid_or_hardware", words,
+                           "a GPU hardware fault or a GPU that stopped answering")
 
 
 def test_a_program_bug_beside_a_word_about_hardware_stays_unclaimed():
@@ -270,11 +256,8 @@ def test_a_program_bug_beside_a_word_about_hardware_stays_unclaimed():
     ("after a driver update nvidia-smi fails; rebooting fixes it", "driver update, nvidia-smi, driver"),
 ])
 def test_a_driver_updated_in_words_is_the_module_and_library_differing(text, words):
-    assert "driver_update" in features(text)
-    d = _first(text)
-    assert (d.family, d.id) == ("driver_library_mismatch", "vocabulary")
-    assert d.title == (f"No known message matched; its words ({words}) point first to kernel module and user-space "
-                       "driver differ")
+    assert_read_from_words(text, "driver_update", "driver_library_mismatch", words,
+                           "kernel module and user-space driver differ")
 
 
 def test_advice_to_update_the_driver_is_no_update_that_happened():
