@@ -56,7 +56,13 @@ def test_primary_family_comes_first(case):
         assert result.exit_code == 1
     else:
         assert families, "nothing diagnosed"
-        assert families[0] == primary, f"got {families}"
+        if families[0] != primary:
+            # A case labelled with two causes of one message (error 804: a driver too old, or cuda-compat on a
+            # GeForce) may get the other first when more real threads had that cause; the primary must then be
+            # a ranked cause of the same diagnosis, with its command to tell them apart.
+            first = result.diagnoses[0]
+            ranked = [c.family for c in first.differential.candidates] if first.differential else []
+            assert families[0] in case["categories"] and primary in ranked, f"got {families}, ranked {ranked}"
         assert result.exit_code == 0
 
 

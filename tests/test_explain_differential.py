@@ -128,10 +128,9 @@ def test_without_clues_the_most_frequent_cause_comes_first(sig):
     scores[sig.family] = sig.specificity         # what the text proposes with no clue at all
     diff = differential.build(sig, set(), scores, Context())
     placeless = [c for c in diff.candidates if not c.tell_apart.only_in]
-    # One thread more is no evidence: error 804's readings stand at 9 threads for cuda-compat and 8 for a driver
-    # too old since round 10's recount (the same situation, labelled either way by different collectors), and
-    # the order stays the one the cause suggests (the driver is why the compat libcuda was tried). A lead of
-    # two or more threads must be first.
+    # One thread more is no evidence (rounds 10 to 12 kept error 804's driver-too-old reading first at 8 threads
+    # against 9 for cuda-compat: the same situation, labelled either way by different collectors). A lead of two
+    # or more threads must be first: round 13's recount made it 10 to 8, and cuda-compat leads.
     assert diff.candidates[0].prior >= max(c.prior for c in placeless) - 1, [(c.family, c.prior) for c in diff.candidates]
 
 
