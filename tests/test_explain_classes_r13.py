@@ -1,0 +1,66 @@
+"""Classes of real errors round 13 of issue 10 reads for the class (REAL texts of the tunable sets, named next to
+each): a program's own check for a CUDA-capable GPU (AliceVision/Meshroom, C++ tools), which most often fails on a
+machine with no NVIDIA GPU and otherwise on a driver too old for the program's CUDA; the machine decides."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+from tests.test_explain_differential import facts
+
+MESHROOM = "[18:38:10.598817][error] This program needs a CUDA-Enabled GPU (with at least compute capablility 2.0)."
+
+
+@pytest.mark.parametrize("text", [
+    # round12-a no_nvidia_gpu-meshroom-370 (before round 13: no answer): the whole text
+    "[11:54:41.413540][error] This program needs a CUDA-Enabled GPU (with at least compute capablility 2.0).",
+    # round12-a no_nvidia_gpu-meshroom-2140 (before: no answer), an AMD RX 6700 XT
+    "[10:18:51.765156][warning] Could not determine number of CUDA cards in this system\n"
+    "[10:18:51.765156][warning] No CUDA-Enabled GPU.\nCUDA build version: 11.6\n"
+    "[10:18:51.765156][error] This program needs a CUDA-Enabled GPU (with at least compute capability 2.0).",
+    # round12-a no_nvidia_gpu-meshroom-218 (before: a driver too old, from the insufficient-driver line): on Windows
+    # with no NVIDIA driver at all, the CUDA runtime reports the driver as insufficient
+    "[11:15:01.772700][error] cudaGetDeviceCount failed: CUDA driver version is insufficient for CUDA runtime version\n"
+    "[11:15:01.772700][error] This program needs a CUDA-Enabled GPU (with at least compute capability 2.0).",
+    # round11 no_nvidia_gpu-sunone-aimbot-10 (before: no answer): a C++/TensorRT build on an AMD GPU
+    "No GPU devices with CUDA support available.",
+    "[info] Can't find CUDA-Enabled GPU.",
+])
+def test_a_programs_own_cuda_gpu_check_ranks_a_machine_without_an_nvidia_gpu_first(text):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("program_needs_cuda_gpu", "no_nvidia_gpu")
+    assert d[0].title == "The program found no CUDA-capable NVIDIA GPU to run on"
+    cands = d[0].differential.candidates
+    assert [c.family for c in cands] == ["no_nvidia_gpu", "driver_too_old"]
+    assert cands[0].prior > cands[1].prior > 0          # counted from real threads (6 and 3 at round 13's count)
+    assert cands[0].tell_apart.command == "lspci -nn | grep -i nvidia" and cands[1].tell_apart.command == "nvidia-smi"
+    # the insufficient-driver line, when there is one, stays a diagnosis of its own, after the program's check
+    assert [x.family for x in d][1:] == (["driver_too_old"] if "insufficient" in text else [])
+
+
+@pytest.mark.parametrize("scenario,family,check,other", [
+    ("core-gpu-less", "no_nvidia_gpu", "DRV001", "driver_too_old"),
+    ("fw-torch-cu121-old-driver-515", "driver_too_old", "TRC002", "no_nvidia_gpu"),
+])
+def test_the_machine_decides_which(scenario, family, check, other):
+    d = explain_text(MESHROOM, facts=facts(scenario)).diagnoses[0]
+    assert d.family == family and d.machine["check"] == check
+    verdicts = {c.family: c.verdict for c in d.differential.candidates}
+    assert verdicts[family].kind == "decided"
+    if family == "driver_too_old":                      # a T4 is there: not a machine without an NVIDIA GPU
+        assert verdicts[other].kind == "ruled_out" and verdicts[other].check == "INV001"
+
+
+def test_a_healthy_machine_rules_both_readings_out():
+    cands = explain_text(MESHROOM, facts=facts("core-healthy-workstation")).diagnoses[0].differential.candidates
+    assert {c.family: c.verdict.kind for c in cands} == {"no_nvidia_gpu": "ruled_out", "driver_too_old": "ruled_out"}
+
+
+@pytest.mark.parametrize("text", [
+    "This program can use a CUDA-Enabled GPU when one is present.",
+    "Found 2 CUDA-Enabled GPUs",
+    "CUDA-Enabled GPU: NVIDIA GeForce RTX 3090",
+])
+def test_naming_a_cuda_gpu_is_no_such_finding(text):
+    assert "program_needs_cuda_gpu" not in [x.id for x in explain_text(text).diagnoses]
