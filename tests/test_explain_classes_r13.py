@@ -64,3 +64,27 @@ def test_a_healthy_machine_rules_both_readings_out():
 ])
 def test_naming_a_cuda_gpu_is_no_such_finding(text):
     assert "program_needs_cuda_gpu" not in [x.id for x in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text", [
+    # round5 torch_cpu_build-facefusion-278 (before round 13: no answer)
+    "facefusion EXECUTION PROVIDERS NOT cuda options?",
+    # round8 torch_cpu_build-facefusion-269 (before: no answer): onnxruntime and onnxruntime-gpu both installed
+    "Cuda and tensort keep disappearing as EXECUTION PROVIDERS despite the fact that they are both installed correctly "
+    "and are in the PATH leaving only Azure and CPU as the EXECUTION PROVIDERS both of which are slow as hell",
+    # round11 torch_cpu_build-facefusion-156 (before: no answer)
+    "1.3.1   EXECUTION PROVIDERS only azure  and cpu,not have cuda and tensorrt",
+])
+def test_facefusions_execution_providers_without_cuda_are_the_cpu_onnxruntime(text):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("onnxruntime_cpu_package", "torch_cpu_build")
+    assert "pip uninstall -y onnxruntime onnxruntime-gpu" in "\n".join(d[0].fix.commands)
+
+
+@pytest.mark.parametrize("text", [
+    "EXECUTION PROVIDERS: cuda, cpu",
+    "EXECUTION PROVIDERS cuda tensorrt cpu",
+    "execution providers: only cpu is fine for me",          # FaceFusion's label is in capitals; prose in lower case
+])
+def test_execution_providers_listing_cuda_is_no_such_finding(text):
+    assert "onnxruntime_cpu_package" not in [x.id for x in explain_text(text).diagnoses]
