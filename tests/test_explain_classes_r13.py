@@ -88,3 +88,22 @@ def test_facefusions_execution_providers_without_cuda_are_the_cpu_onnxruntime(te
 ])
 def test_execution_providers_listing_cuda_is_no_such_finding(text):
     assert "onnxruntime_cpu_package" not in [x.id for x in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text", [
+    # round10 not_env_problem-depth-semantic-fully-conv-3 (before round 13: a cuDNN installation problem claimed)
+    "RuntimeError: cuDNN requires contiguous input tensor",
+    "RuntimeError: cuDNN requires contiguous weight tensor",
+])
+def test_a_non_contiguous_tensor_handed_to_cudnn_is_the_programs_bug(text):
+    r = explain_text(text)
+    assert r.diagnoses == [] and r.exit_code == 1
+    assert [(n.id, n.kind) for n in r.notes] == [("cudnn_noncontiguous_tensor", "program_bug")]
+    assert ".contiguous()" in " ".join(r.notes[0].explanation)
+
+
+def test_a_cudnn_library_missing_next_to_it_is_still_said():
+    text = ("RuntimeError: cuDNN requires contiguous input tensor\n"
+            "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared "
+            "object file: No such file or directory")
+    assert "cudnn_mismatch_or_missing" in [d.family for d in explain_text(text).diagnoses]
