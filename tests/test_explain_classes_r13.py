@@ -107,3 +107,24 @@ def test_a_cudnn_library_missing_next_to_it_is_still_said():
             "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared "
             "object file: No such file or directory")
     assert "cudnn_mismatch_or_missing" in [d.family for d in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text,device", [
+    # round12-a cuda_visible_devices-enroot-207 (before round 13: the container started without GPUs): Slurm's
+    # host-wide indices of a partial allocation handed to a job that sees its GPUs from 0
+    ("nvidia-container-cli: device error: 4: unknown device", "4"),
+    ("stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: device error: "
+     "GPU-3a1b2c3d-0000-1111-2222-333344445555: unknown device: unknown.", "GPU-3a1b2c3d-0000-1111-2222-333344445555"),
+    ("nvidia-container-cli: device error: 0000:3b:00.0: unknown device", "0000:3b:00.0"),
+    ("nvidia-container-cli: device error: 1:0: unknown device", "1:0"),                  # a MIG index
+])
+def test_the_container_runtime_asked_for_a_gpu_the_host_does_not_have(text, device):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("container_unknown_device", "cuda_visible_devices")
+    assert d[0].title == f"The container asks for GPU {device}, which this host does not have"
+
+
+def test_a_device_count_cut_short_is_still_more_gpus_than_visible():
+    # round12-a cuda_visible_devices-autovc-42 (before round 13: no answer): the thread's title, cut off
+    d = explain_text("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count").diagnoses
+    assert (d[0].id, d[0].family) == ("more_gpus_than_visible", "cuda_visible_devices")
