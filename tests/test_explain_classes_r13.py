@@ -128,3 +128,74 @@ def test_a_device_count_cut_short_is_still_more_gpus_than_visible():
     # round12-a cuda_visible_devices-autovc-42 (before round 13: no answer): the thread's title, cut off
     d = explain_text("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count").diagnoses
     assert (d[0].id, d[0].family) == ("more_gpus_than_visible", "cuda_visible_devices")
+
+
+@pytest.mark.parametrize("text,title", [
+    # round11 extension_build_mismatch-waifu2x-converter-cpp-203 (before round 13: no answer): nvcc's check quoted
+    # without its "unsupported GNU version!" prefix
+    ("gcc versions later than 8 are not supported", "This nvcc accepts gcc up to version 8, and the host compiler is newer"),
+    ("#error -- unsupported GNU version! gcc versions later than 12 are not supported!",
+     "This nvcc accepts gcc up to version 12, and the host compiler is newer"),
+    ("crt/host_config.h:143:2: error: #error -- unsupported GNU version! gcc 13 and up are not supported",
+     "This nvcc accepts gcc older than 13, and the host compiler is not"),
+])
+def test_nvccs_host_compiler_check_in_any_quoting(text, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family, d[0].title) == ("nvcc_unsupported_gcc", "extension_build_mismatch", title)
+
+
+@pytest.mark.parametrize("text", [
+    # round10 arch_unsupported-lmflow-88 and arch_unsupported-x-flux-comfyui-24 (before round 13: no answer)
+    "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+    "bf16 is only supported on A100+ GPUs",
+    "BF16 is only supported on Ampere GPUs",
+])
+def test_bf16_refused_for_the_gpu_is_the_gpus_architecture(text):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("bf16_needs_ampere", "arch_unsupported")
+
+
+@pytest.mark.parametrize("text", ["use bf16 if your GPU supports bf16", "bf16: true"])
+def test_bf16_named_alone_is_no_such_finding(text):
+    assert "bf16_needs_ampere" not in [x.id for x in explain_text(text).diagnoses]
+
+
+@pytest.mark.parametrize("text,module", [
+    # round11 no_nvidia_gpu-openmm-1006 (before round 13: the module not loaded): a cluster head node, no GPU
+    ("FATAL: Error inserting nvidia (/lib/modules/2.6.32-358.18.1.el6.x86_64/extra/nvidia.ko): No such device", "nvidia"),
+    # round3 no_gpu-ec2hashcat-3: a CPU instance
+    ("Generating bitmap tables with 16 bits...modprobe: ERROR: could not insert 'nvidia': No such device", "nvidia"),
+    # round5 cuda_init_error_other-Bumblebee-623: the Optimus GPU powered off
+    ("> modprobe: ERROR: could not insert 'nvidia_331_updates_uvm': No such device", "nvidia_331_updates_uvm"),
+])
+def test_the_module_finding_no_gpu_ranks_no_nvidia_gpu_first(text, module):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("module_insert_no_such_device", "no_nvidia_gpu")
+    assert d[0].title == f"The kernel would not load {module}: the module found no NVIDIA GPU to drive"
+    cands = d[0].differential.candidates
+    assert [c.family for c in cands] == ["no_nvidia_gpu", "cuda_init_error_other", "nouveau_conflict"]
+    assert [c.prior for c in cands] == [2, 1, 0]               # round 13's count of the real threads
+    assert cands[2].tell_apart.check == "NOU001"
+
+
+def test_nouveau_on_the_machine_decides_the_module_finding_no_gpu():
+    d = explain_text("modprobe: ERROR: could not insert 'nvidia': No such device",
+                     facts=facts("sys-nouveau-loaded")).diagnoses[0]
+    assert d.family == "nouveau_conflict" and d.machine["family"] == "nouveau_conflict"
+    verdicts = {c.family: c.verdict for c in d.differential.candidates}
+    assert verdicts["nouveau_conflict"].kind == "decided"
+    assert verdicts["cuda_init_error_other"] is None                 # no check reads bbswitch: its command is said
+
+
+@pytest.mark.parametrize("text,title", [
+    # round10 driver_not_loaded-negativo17-nvidia-driver-97 (before round 13: no answer)
+    ("nvidia: version magic '5.4.18-100.fc30.x86_64 SMP mod_unload ' should be '5.4.18-200.fc31.x86_64 SMP mod_unload '",
+     "The NVIDIA module was built for kernel 5.4.18-100.fc30.x86_64, but kernel 5.4.18-200.fc31.x86_64 is running"),
+    ("modprobe: ERROR: could not insert 'nvidia': Exec format error",
+     "The NVIDIA module on disk was built for another kernel than the one running"),
+    ("insmod: ERROR: could not insert 'nvidia_uvm': Invalid module format",
+     "The NVIDIA module on disk was built for another kernel than the one running"),
+])
+def test_a_module_built_for_another_kernel(text, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family, d[0].title) == ("module_built_for_other_kernel", "driver_not_loaded", title)
