@@ -199,3 +199,25 @@ def test_nouveau_on_the_machine_decides_the_module_finding_no_gpu():
 def test_a_module_built_for_another_kernel(text, title):
     d = explain_text(text).diagnoses
     assert (d[0].id, d[0].family, d[0].title) == ("module_built_for_other_kernel", "driver_not_loaded", title)
+
+
+@pytest.mark.parametrize("text,arch", [
+    # round9 extension_build_mismatch-apex-1527 (before round 13: no answer): an H100 under an older PyTorch
+    ("ValueError: Unknown CUDA arch (9.0) or GPU not supported", "9.0"),
+    ("    raise ValueError(f\"Unknown CUDA arch ({arch}) or GPU not supported\")\n"
+     "ValueError: Unknown CUDA arch (12.0) or GPU not supported", "12.0"),
+])
+def test_torch_not_knowing_the_arch_to_build_for(text, arch):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("torch_extension_unknown_arch", "extension_build_mismatch")
+    assert d[0].title == f"This PyTorch cannot build extensions for CUDA arch {arch}: it does not know that GPU architecture"
+
+
+def test_the_driver_apis_invalid_source_reads_like_an_invalid_image_with_its_own_number():
+    # round10 arch_unsupported-cupy-8045 (before round 13: no answer; now the architecture is the ranked second)
+    d = explain_text("CUDA_ERROR_INVALID_SOURCE: device kernel image is invalid").diagnoses
+    assert (d[0].id, d[0].family) == ("invalid_kernel_image", "driver_too_old")
+    assert "(CUDA_ERROR_INVALID_SOURCE, error 300)" in d[0].title
+    assert [x.family for x in d][:2] == ["driver_too_old", "arch_unsupported"]
+    plain = explain_text("RuntimeError: CUDA error: device kernel image is invalid").diagnoses[0]
+    assert "(device kernel image is invalid, error 200)" in plain.title
