@@ -221,3 +221,30 @@ def test_the_driver_apis_invalid_source_reads_like_an_invalid_image_with_its_own
     assert [x.family for x in d][:2] == ["driver_too_old", "arch_unsupported"]
     plain = explain_text("RuntimeError: CUDA error: device kernel image is invalid").diagnoses[0]
     assert "(device kernel image is invalid, error 200)" in plain.title
+
+
+def _clue_lifted_alternatives():
+    from gpudoctor.explain import catalog
+    return [(s, a) for s in catalog.load().signatures for a in s.alternatives
+            if a.specificity is not None and a.requires and a.title]
+
+
+@pytest.mark.parametrize("sig,alt", _clue_lifted_alternatives(), ids=lambda x: getattr(x, "id", None) or x.family)
+def test_a_reading_with_its_own_title_says_its_own_why(sig, alt):
+    """A clue (container, WSL, nouveau, Secure Boot...) that puts an alternative first shows that alternative's title;
+    the "why" under it must be written for the same reading, not the message's other cause ("Almost always
+    CUDA_VISIBLE_DEVICES hides them" under "the container was started without it")."""
+    assert alt.explanation, f"{sig.id} -> {alt.family}: a title of its own and the message's explanation"
+    assert list(alt.explanation) != list(sig.explanation)
+
+
+@pytest.mark.parametrize("text,flags,family,words", [
+    ("RuntimeError: No CUDA GPUs are available", ["container"], "no_device_in_container", "started without the GPU"),
+    ("RuntimeError: No CUDA GPUs are available", ["colab"], "no_nvidia_gpu", "Change runtime type"),
+    (">>> torch.cuda.is_available()\nFalse", ["wsl"], "wsl_specific", "/usr/lib/wsl/lib"),
+])
+def test_the_why_under_a_clued_reading_is_that_readings(text, flags, family, words):
+    d = explain_text(text, flags=flags).diagnoses[0]
+    assert d.family == family
+    why = " ".join(d.explanation)
+    assert words in why and "Almost always CUDA_VISIBLE_DEVICES" not in why
