@@ -225,8 +225,9 @@ def test_the_driver_apis_invalid_source_reads_like_an_invalid_image_with_its_own
 
 def _clue_lifted_alternatives():
     from gpudoctor.explain import catalog
-    return [(s, a) for s in catalog.load().signatures for a in s.alternatives
-            if a.specificity is not None and a.requires and a.title]
+    # those that can be shown first: a clue lifts them, or they outrank the message's own reading
+    return [(s, a) for s in catalog.load().signatures for a in s.alternatives if a.specificity is not None
+            and (a.replaces or a.specificity >= s.specificity or (a.requires and a.title))]
 
 
 @pytest.mark.parametrize("sig,alt", _clue_lifted_alternatives(), ids=lambda x: getattr(x, "id", None) or x.family)
@@ -234,7 +235,7 @@ def test_a_reading_with_its_own_title_says_its_own_why(sig, alt):
     """A clue (container, WSL, nouveau, Secure Boot...) that puts an alternative first shows that alternative's title;
     the "why" under it must be written for the same reading, not the message's other cause ("Almost always
     CUDA_VISIBLE_DEVICES hides them" under "the container was started without it")."""
-    assert alt.explanation, f"{sig.id} -> {alt.family}: a title of its own and the message's explanation"
+    assert alt.title and alt.explanation, f"{sig.id} -> {alt.family}: shown first with a title or why not its own"
     assert list(alt.explanation) != list(sig.explanation)
 
 
@@ -248,3 +249,36 @@ def test_the_why_under_a_clued_reading_is_that_readings(text, flags, family, wor
     assert d.family == family
     why = " ".join(d.explanation)
     assert words in why and "Almost always CUDA_VISIBLE_DEVICES" not in why
+
+
+@pytest.mark.parametrize("text,family,sig_id", [
+    ("docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime "
+     "create failed: runc create failed: unable to start container process: error during container init: error running "
+     "hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+     "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
+     "driver_library_mismatch", "container_cli_initialization_error"),
+    ("RuntimeError: Unable to load cuDNN. Is it installed?", "cudnn_mismatch_or_missing", "jax_cuda_library_missing"),
+])
+def test_a_value_that_names_the_cause_is_the_lines_one_judgment(text, family, sig_id):
+    """NVML's reason is the version mismatch: not also 'the container runtime could not reach the driver' with the
+    opposite fix (install or load the driver)."""
+    d = explain_text(text).diagnoses
+    assert [x.family for x in d] == [family]
+    assert sig_id in [d[0].id, *d[0].also_matched]
+
+
+def test_without_the_naming_value_the_message_keeps_its_own_reading():
+    d = explain_text("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open "
+                     "shared object file: no such file or directory: unknown").diagnoses
+    assert d[0].family == "no_device_in_container"
+    assert "driver_library_mismatch" not in [x.family for x in d]
+
+
+def test_a_family_title_keeps_a_names_own_capitals():
+    from gpudoctor.explain.diagnose import Diagnoser
+    title = Diagnoser._title
+    class P:                                    # a proposal without titles of its own: the family's title is used
+        titles = ()
+    assert title(None, "cudnn_mismatch_or_missing", P, {}) == "cuDNN missing or the wrong version"
+    assert title(None, "wsl_specific", P, {}) == "A WSL GPU set-up problem"
+    assert title(None, "nouveau_conflict", P, {}) == "Nouveau holds the GPU"

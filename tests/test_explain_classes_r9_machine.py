@@ -148,7 +148,8 @@ def test_a_gpu_that_stopped_responding_in_windows_or_plain_words_is_a_hardware_f
     # the WSL kernel's GPU driver (dxgkrnl) logging its ioctls, written for the test: no tunable case holds one
     ("dxgkio_is_feature_enabled: Ioctl failed: -22\nRuntimeError: Unexpected error from cudaGetDeviceCount(). Did "
      "you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 500: "
-     "named symbol not found", "wsl_specific", "cuda_get_device_count_error", "A WSL GPU set-up problem"),
+     "named symbol not found", "wsl_specific", "cuda_get_device_count_error",
+     "Under WSL, CUDA failed to start in PyTorch: WSL's GPU support is not set up"),
     ("[    0.512345] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22\nCUDA_ERROR_NO_DEVICE",
      "wsl_specific", "cuinit_no_device", "Under WSL, CUDA finds no GPU: WSL's GPU support is not set up"),
 ])

@@ -110,7 +110,11 @@ class Diagnoser:
                 and not any(f in flags for f in sig.program_bug_unless)):
             notes.append(self._note(hit, "program_bug"))    # an Xid the application causes: the program's doing
             return []
-        if _flags_ok(sig.requires, sig.excludes, flags):
+        # an alternative that ``replaces`` the message's reading when it holds (a value naming the cause: NVML's reason
+        # is the version mismatch) is the one judgment of this line, not a second finding beside it
+        replaced = any(alt.replaces and alt.specificity is not None and _flags_ok(alt.requires, alt.excludes, flags)
+                       and _values_ok(alt.if_value, values) for alt in sig.alternatives)
+        if _flags_ok(sig.requires, sig.excludes, flags) and not replaced:
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
             main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature", sig.titles)
             if sig.analysis == "oom":
@@ -175,6 +179,9 @@ class Diagnoser:
         if filled:
             return filled[0]
         title = family_info(family).title
+        first = title.split(" ", 1)[0]
+        if any(c.isupper() for c in first[1:]):     # a name spelt with capitals inside (cuDNN) keeps its spelling
+            return title
         return title[:1].upper() + title[1:]
 
     def _diagnosis(self, family: str, group: List[_Proposal]) -> Diagnosis:

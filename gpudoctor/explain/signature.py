@@ -46,7 +46,9 @@ class Alternative:
 
     With ``specificity`` it is also proposed as a diagnosis of its own when its ``requires`` flags hold
     (an empty ``requires`` always holds); with ``tell_apart`` it is a candidate of the signature's
-    differential diagnosis, ranked by ``prior`` unless a clue (``requires``) lifts it."""
+    differential diagnosis, ranked by ``prior`` unless a clue (``requires``) lifts it. ``if_value`` proposes it
+    only when the message's values hold those words; with ``replaces`` it is then the message's one reading (a value
+    that names the cause), and the signature's own family is not proposed beside it."""
 
     family: str
     recipe: str
@@ -58,6 +60,7 @@ class Alternative:
     tell_apart: Optional[TellApart] = None
     prior: Optional[Prior] = None
     title: Tuple[str, ...] = ()             # templates, the first whose values are known is used
+    replaces: bool = False                  # when it holds, the message's own reading is not proposed beside it
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def _alternative(raw: Mapping, where: str) -> Alternative:
         alt = Alternative(raw["family"], raw["recipe"], None if spec is None else int(spec),
                           _tuple(raw.get("requires")), dict(raw.get("if_value") or {}), _tuple(raw.get("explanation")),
                           _tuple(raw.get("excludes")), _tell_apart(raw.get("tell_apart"), where),
-                          _prior(raw.get("prior")), _tuple(raw.get("title")))
+                          _prior(raw.get("prior")), _tuple(raw.get("title")), bool(raw.get("replaces", False)))
     except KeyError as exc:
         raise CatalogError(f"{where}: alternative without {exc}") from None
     if alt.specificity is None and alt.tell_apart is None:
