@@ -170,3 +170,38 @@ def test_on_a_machine_a_ruled_out_cause_ranks_below_one_it_cannot_judge():
     assert "ruled_out" in kinds and any(k not in ("decided", "ruled_out") for k in kinds)
     first_ruled_out = kinds.index("ruled_out")
     assert all(k == "ruled_out" for k in kinds[first_ruled_out:]), kinds
+
+
+def test_a_stronger_messages_family_suppression_reaches_messages_without_a_differential():
+    # NVML could not load the driver because Secure Boot refused the module: one finding, not two with two fixes
+    text = ("modprobe: ERROR: could not insert 'nvidia': Key was rejected by service\n"
+            "Failed to initialize NVML: Driver Not Loaded")
+    assert [(x.id, x.family) for x in explain_text(text).diagnoses] == [
+        ("modprobe_key_rejected", "secure_boot_module_unsigned")]
+
+
+def test_the_machine_can_find_the_reading_a_value_replaced():
+    # the text names the version mismatch; the recorded machine is a container started without the GPU: the
+    # message's own reading comes back from the machine, with the message's own title and recipe
+    text = "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown"
+    sig = SIGS["container_cli_initialization_error"]
+    d = explain_text(text, facts=facts("sys-container-no-gpu")).diagnoses
+    assert [(x.family, x.via) for x in d] == [("no_device_in_container", "machine"),
+                                              ("driver_library_mismatch", "alternative")]
+    assert d[0].recipe == sig.recipe and d[0].title.startswith("The NVIDIA container runtime could not start")
+
+
+def test_equal_scores_keep_the_order_of_the_lines():
+    one = explain_text(NO_GPUS + "\n" + SMI).diagnoses
+    two = explain_text(SMI + "\n" + NO_GPUS).diagnoses
+    assert one[0].score == one[1].score
+    assert [x.family for x in one] == ["cuda_visible_devices", "driver_not_loaded"]
+    assert [x.family for x in two] == ["driver_not_loaded", "cuda_visible_devices"]
+
+
+def test_the_fix_is_tailored_to_the_machine_the_snapshot_records():
+    text = "AssertionError: Torch not compiled with CUDA enabled"
+    alone = explain_text(text).diagnoses[0].fix.commands
+    here = explain_text(text, facts=facts("core-healthy-workstation")).diagnoses[0].fix.commands
+    assert "/opt/conda/bin/python -m pip uninstall -y torch" in here
+    assert "/opt/conda/bin/python -m pip uninstall -y torch" not in alone

@@ -79,6 +79,9 @@ def test_request_larger_than_the_gpu_is_a_program_bug():
                                      alloc="984.52 MiB", unalloc="463.48 MiB"))
     assert result.diagnoses == [] and result.exit_code == 1
     assert result.notes[0].kind == "program_bug" and "55.57 GiB" in result.notes[0].explanation[0]
+    n = result.notes[0]
+    assert (n.id, n.title, n.source, n.lines) == ("torch_oom", "PyTorch ran out of GPU memory", "<text>", [1])
+    assert "OutOfMemoryError: CUDA out of memory. Tried to allocate 55.57 GiB" in n.excerpt
 
 
 def test_pytorch_1x_cached_format():
