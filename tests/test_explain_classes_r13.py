@@ -32,8 +32,9 @@ def test_a_programs_own_cuda_gpu_check_ranks_a_machine_without_an_nvidia_gpu_fir
     assert (d[0].id, d[0].family) == ("program_needs_cuda_gpu", "no_nvidia_gpu")
     assert d[0].title == "The program found no CUDA-capable NVIDIA GPU to run on"
     cands = d[0].differential.candidates
-    assert [c.family for c in cands] == ["no_nvidia_gpu", "driver_too_old"]
+    assert [c.family for c in cands] == ["no_nvidia_gpu", "driver_too_old", "no_device_in_container"]
     assert cands[0].prior > cands[1].prior > 0          # counted from real threads (6 and 3 at round 13's count)
+    assert cands[2].unplaced                            # nothing says this is a container
     assert cands[0].tell_apart.command == "lspci -nn | grep -i nvidia" and cands[1].tell_apart.command == "nvidia-smi"
     # the insufficient-driver line, when there is one, stays a diagnosis of its own, after the program's check
     assert [x.family for x in d][1:] == (["driver_too_old"] if "insufficient" in text else [])
@@ -52,9 +53,21 @@ def test_the_machine_decides_which(scenario, family, check, other):
         assert verdicts[other].kind == "ruled_out" and verdicts[other].check == "INV001"
 
 
+def test_in_a_container_a_programs_gpu_check_reads_as_the_container_started_without_the_gpu():
+    d = explain_text(MESHROOM, flags=["container"]).diagnoses
+    assert (d[0].id, d[0].family) == ("program_needs_cuda_gpu", "no_device_in_container")
+    cands = {c.family: c for c in d[0].differential.candidates}
+    assert cands["no_device_in_container"].clue == "container: --context"
+    assert cands["no_device_in_container"].tell_apart.command.startswith("ls -l /dev/nvidia")
+    # without a container, its check says so instead of ranking it
+    alone = explain_text(MESHROOM).diagnoses[0].differential.candidates
+    assert [c.family for c in alone][-1] == "no_device_in_container" and alone[-1].unplaced
+
+
 def test_a_healthy_machine_rules_both_readings_out():
     cands = explain_text(MESHROOM, facts=facts("core-healthy-workstation")).diagnoses[0].differential.candidates
-    assert {c.family: c.verdict.kind for c in cands} == {"no_nvidia_gpu": "ruled_out", "driver_too_old": "ruled_out"}
+    assert {c.family: c.verdict.kind for c in cands} == {"no_nvidia_gpu": "ruled_out", "driver_too_old": "ruled_out",
+                                                         "no_device_in_container": "ruled_out"}
 
 
 @pytest.mark.parametrize("text", [
