@@ -295,3 +295,32 @@ def test_a_family_title_keeps_a_names_own_capitals():
     assert title(None, "cudnn_mismatch_or_missing", P, {}) == "cuDNN missing or the wrong version"
     assert title(None, "wsl_specific", P, {}) == "A WSL GPU set-up problem"
     assert title(None, "nouveau_conflict", P, {}) == "Nouveau holds the GPU"
+
+
+@pytest.mark.parametrize("text", [
+    "I tensorflow/stream_executor/platform/default/dso_loader.cc:53] Successfully opened dynamic library libcudart.so.11.0",
+    "I tensorflow/stream_executor/dso_loader.cc:135] successfully opened CUDA library libcublas.so.8.0 locally",
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device /job:localhost/replica:0/task:0/device:"
+    "GPU:0 with 10417 MB memory:  -> device: 0, name: NVIDIA GeForce RTX 3080 Ti, pci bus id: 0000:01:00.0, compute "
+    "capability: 8.6",
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1406] Created TensorFlow device (/job:localhost/replica:0/"
+    "task:0/device:GPU:0 with 7011 MB memory) -> physical GPU (device: 0, name: GeForce GTX 1080, pci bus id: "
+    "0000:01:00.0, compute capability: 6.1)",
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1618] Found device 0 with properties: \nname: GeForce RTX 2080 "
+    "Ti major: 7 minor: 5 memoryClockRate(GHz): 1.545",
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1746] Adding visible gpu devices: 0",
+    "I tensorflow/stream_executor/cuda/cuda_gpu_executor.cc:941] successful NUMA node read from SysFS had negative "
+    "value (-1), but there must be at least one NUMA node, so returning NUMA node zero",
+    "GPU available: True (cuda), used: True",
+])
+def test_a_line_reporting_a_working_part_is_no_complaint(text):
+    """TensorFlow's info lines name libcudart, compute capability, the GPU: words of a working stack, not a failure
+    (the vocabulary fallback read them as missing libraries or an unsupported architecture)."""
+    assert explain_text(text).diagnoses == []
+
+
+def test_the_failure_beside_a_working_line_is_still_read():
+    text = ("I tensorflow/stream_executor/platform/default/dso_loader.cc:53] Successfully opened dynamic library "
+            "libcudart.so.11.0\nW tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
+            "library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory")
+    assert explain_text(text).diagnoses[0].family in ("cudnn_mismatch_or_missing", "tf_no_gpu_libs")

@@ -54,7 +54,7 @@ def _mark(text: str, source: str, word: str, start: int) -> Mark:
 def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Dict[str, Mark]:
     """Feature id -> where it was read: vocabulary terms, error codes by name and by number, --context flags."""
     out: Dict[str, Mark] = {}
-    text = _TABLE_ROW.sub("", text)
+    text = vocabulary.success_lines().sub("", _TABLE_ROW.sub("", text))   # rows that show a part working
     folded = fold(text)
     for term in vocabulary.terms():
         m = needles(term.pattern).search(text, folded)

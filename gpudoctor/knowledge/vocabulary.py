@@ -70,6 +70,14 @@ def terms() -> Tuple[Term, ...]:
 
 
 @lru_cache(maxsize=None)
+def success_lines() -> "re.Pattern":
+    """A line that reports a part of the stack working (TensorFlow loaded libcudart, created its GPU device)."""
+    rows = load("error_vocabulary").get("success_lines") or ()
+    return re.compile("^.*(?:" + "|".join(f"(?:{r['pattern']})" for r in rows) + ").*$" if rows else r"(?!)",
+                      re.MULTILINE | re.IGNORECASE)
+
+
+@lru_cache(maxsize=None)
 def codes() -> Tuple[Code, ...]:
     return tuple(Code(r["table"], r["name"], r["number"], tuple(r["families"]), r["meaning"], r["source"])
                  for r in load("error_codes")["codes"])
