@@ -312,6 +312,7 @@ def test_a_family_title_keeps_a_names_own_capitals():
     "I tensorflow/stream_executor/cuda/cuda_gpu_executor.cc:941] successful NUMA node read from SysFS had negative "
     "value (-1), but there must be at least one NUMA node, so returning NUMA node zero",
     "GPU available: True (cuda), used: True",
+    "node1:2345:2390 [0] NCCL INFO comm 0x55d5e0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
 ])
 def test_a_line_reporting_a_working_part_is_no_complaint(text):
     """TensorFlow's info lines name libcudart, compute capability, the GPU: words of a working stack, not a failure
