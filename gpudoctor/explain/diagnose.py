@@ -40,6 +40,12 @@ def _values_ok(if_value: Mapping[str, str], values: Mapping[str, Any]) -> bool:
     return all(needle.lower() in display(values.get(name) or "").lower() for name, needle in if_value.items())
 
 
+def _holds(alt, values: Mapping[str, Any], flags: Set[str]) -> bool:
+    """An alternative is proposed here: it has a score of its own, and its flags and values hold."""
+    return (alt.specificity is not None and _flags_ok(alt.requires, alt.excludes, flags)
+            and _values_ok(alt.if_value, values))
+
+
 def _near(a: Hit, b: Hit) -> bool:
     return a.source == b.source and any(abs(x - y) <= 1 for x in a.lines for y in b.lines)
 
@@ -112,8 +118,7 @@ class Diagnoser:
             return []
         # an alternative that ``replaces`` the message's reading when it holds (a value naming the cause: NVML's reason
         # is the version mismatch) is the one judgment of this line, not a second finding beside it
-        replaced = any(alt.replaces and alt.specificity is not None and _flags_ok(alt.requires, alt.excludes, flags)
-                       and _values_ok(alt.if_value, values) for alt in sig.alternatives)
+        replaced = any(alt.replaces and _holds(alt, values, flags) for alt in sig.alternatives)
         if _flags_ok(sig.requires, sig.excludes, flags) and not replaced:
             score = sig.specificity + sum(b for f, b in sig.boost.items() if f in flags)
             main = _Proposal(sig.family, sig.recipe, score, hit, list(sig.explanation), "signature", sig.titles)
@@ -135,9 +140,7 @@ class Diagnoser:
         sig = hit.sig
         return [_Proposal(alt.family, alt.recipe, alt.specificity, hit, list(alt.explanation or sig.explanation),
                           "alternative", alt.title)
-                for alt in sig.alternatives
-                if alt.specificity is not None and (alt.requires or not clued_only)
-                and _flags_ok(alt.requires, alt.excludes, flags) and _values_ok(alt.if_value, values)]
+                for alt in sig.alternatives if (alt.requires or not clued_only) and _holds(alt, values, flags)]
 
     def _decided(self, hit: Hit, flags: Set[str], proposed: List[_Proposal]) -> List[_Proposal]:
         """A family this message can mean that the checks find on the recorded machine, when the text did not
