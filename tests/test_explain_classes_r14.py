@@ -1,0 +1,108 @@
+"""Classes of real errors round 14 of issue 10 reads for the class (REAL texts of the tunable half round13-a, named
+next to each; all of them had no answer, or the wrong family, before round 14): libtorch and R's torch without CUDA,
+OpenCV's DNN module without CUDA, PyTorch's extension builder refusing the host compiler, a container's GPU option
+written after the image name, Gloo's missing interface, the kernel module said to be missing in plain words."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+
+
+def _first(text: str):
+    d = explain_text(text).diagnoses
+    assert d, "no answer"
+    return d[0]
+
+
+def test_libtorch_not_linked_with_cuda_is_a_cpu_build_and_names_the_linking_mistake_second():
+    # round13-a torch_cpu_build-mlverse-torch-301 (before round 14: an extension build, from CUDA_HOME's lines)
+    text = ("> torch_tensor(1, device = \"cuda\")\nError in cpp_torch_tensor(data, rev(dimension), options$ptr, "
+            "requires_grad,  : \n  PyTorch is not linked with support for cuda devices (getDeviceGuardImpl at "
+            "C:\\b\\windows\\pytorch\\c10/core/impl/DeviceGuardImplInterface.h:216)\n(no backtrace available)\n"
+            "> Sys.getenv(\"CUDA_HOME\")\n[1] \"C:\\\\Program Files\\\\NVIDIA GPU Computing Toolkit\\\\CUDA\\\\v10.2\"")
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("libtorch_not_linked_with_cuda", "torch_cpu_build")
+    assert (d[1].id, d[1].family, d[1].via) == ("libtorch_not_linked_with_cuda", "extension_build_mismatch", "alternative")
+    assert "--no-as-needed" in " ".join(d[1].explanation)
+    # a different device type is another message, not this one
+    assert _first("PyTorch is not linked with support for mps devices").id != "libtorch_not_linked_with_cuda"
+
+
+@pytest.mark.parametrize("cuda", ["11.4", "12.3"])
+def test_r_torch_without_a_build_for_the_cuda_it_found_names_that_cuda_and_its_own_recipe(cuda):
+    # round13-a torch_cpu_build-mlverse-torch-737 (before: no answer)
+    d = _first("Error in lantern_install_libs(version, type, path, install_config) : \n"
+               f"  The {cuda} installation type is currently unsupported.")
+    assert (d.id, d.family, d.recipe) == ("r_torch_unsupported_cuda", "torch_cpu_build", "r_torch_cpu_build")
+    assert d.title == f"torch for R has no build for CUDA {cuda}, so it installs its CPU-only libtorch"
+
+
+def test_opencv_dnn_without_cuda_is_a_cpu_build_of_opencv():
+    # round13-a torch_cpu_build-aimr-8 (before: an extension build, from the words 'built with CUDA')
+    d = _first("[WARM:0@2.582] global net_impl.cpp:174 cv::dmn::dnn4_v20221220:Net::Impl::setUpNet DNN module was "
+               "not built with CUDA backend;switching to CPU")
+    assert (d.id, d.family) == ("library_built_without_cuda", "torch_cpu_build")
+    assert d.title == "OpenCV's DNN module was built without CUDA: it falls back to the CPU"
+
+
+@pytest.mark.parametrize("text, title", [
+    # round13-a extension_build_mismatch-flash-attention-246 (before: no answer)
+    ("RuntimeError: The current installed version of g++ (4.8.5) is less than the minimum required version by CUDA "
+     "11.7 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0, <12.0).",
+     "CUDA 11.7 builds this extension only with g++ >=6.0.0, <12.0; the installed g++ is 4.8.5"),
+    # the other end of the same check, written for the class
+    ("RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
+     "CUDA 12.1.",
+     "CUDA 12.1 does not accept the installed g++ 13.2.0 as the host compiler for this extension"),
+])
+def test_the_extension_builders_compiler_range_check_names_compiler_cuda_and_range(text, title):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("torch_extension_compiler_range", "extension_build_mismatch",
+                                          "cuda_host_compiler")
+    assert d.title == title
+
+
+@pytest.mark.parametrize("text, option", [
+    # round13-a no_device_in_container-jade-hpc-82 (before: no answer): a site wrapper put --nv after the image
+    ("Singularity-2.4 loaded\n/.singularity.d/actions/exec: 9: exec: --nv: not found", "--nv"),
+    # docker's form of the same mistake
+    ("docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+     "runtime create failed: runc create failed: unable to start container process: exec: \"--gpus\": executable "
+     "file not found in $PATH: unknown.", "--gpus"),
+])
+def test_a_gpu_option_after_the_image_name_is_a_container_started_without_the_gpu(text, option):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("gpu_option_after_image", "no_device_in_container",
+                                          "container_gpu_option_order")
+    assert d.title.startswith(f"The container ran {option} as its command")
+    # a program that merely mentions the option is not this
+    assert all(x.id != "gpu_option_after_image" for x in explain_text("run it with --nv: not found otherwise").diagnoses)
+
+
+def test_glooes_missing_interface_names_the_interface_and_suppresses_the_generic_nccl_reading():
+    # round13-a nccl_errors-deepresearch-107 (before: no answer)
+    d = explain_text("This results in errors:\n- no socket interface found\n- Unable to find address for: eth0").diagnoses
+    assert (d[0].id, d[0].family, d[0].recipe) == ("socket_interface_name_missing", "nccl_errors",
+                                                   "nccl_socket_interface")
+    assert "eth0" in d[0].title
+    assert [x.id for x in d].count("nccl_no_socket_interface") == 0
+
+
+@pytest.mark.parametrize("text", [
+    # round13-a driver_not_loaded-tuxedo-control-center-476 (before: no NVIDIA GPU, from the words 'No nvidia')
+    "3. In recovery mode:   - No nvidia kernel module loaded.   - Mesa/EGL errors:",
+    "no NVIDIA modules are loaded",
+])
+def test_a_kernel_module_said_to_be_missing_in_plain_words_is_the_driver_not_loaded(text):
+    d = _first(text)
+    assert (d.id, d.family) == ("module_missing_words", "driver_not_loaded")
+
+
+def test_a_program_saying_the_machine_has_no_cuda_devices_gets_the_no_device_differential():
+    # round13-a cuda_visible_devices-backdoorbox-58 (before: no answer); the thread's cause (CUDA_VISIBLE_DEVICES
+    # naming a GPU the machine lacks) is among the ranked causes, not first: the text alone cannot tell
+    d = _first("AssertionError: This machine has no cuda devices!")
+    assert (d.id, d.family) == ("cuinit_no_device", "driver_not_loaded")
+    assert "cuda_visible_devices" in [c.family for c in d.differential.candidates]
