@@ -106,3 +106,25 @@ def test_a_program_saying_the_machine_has_no_cuda_devices_gets_the_no_device_dif
     d = _first("AssertionError: This machine has no cuda devices!")
     assert (d.id, d.family) == ("cuinit_no_device", "driver_not_loaded")
     assert "cuda_visible_devices" in [c.family for c in d.differential.candidates]
+
+
+def test_an_old_jaxlib_without_the_gpu_backend_is_a_cpu_build():
+    # round12 torch_cpu_build-jax-unirep-78 (before round 14: no answer): jaxlib's own words before 'no platforms'
+    d = _first("~/miniconda3/envs/pt/lib/python3.8/site-packages/jaxlib/xla_client.py in get_local_backend(name)\n"
+               "--> 148       raise RuntimeError('Unknown backend {}'.format(name))\n\nRuntimeError: Unknown backend gpu")
+    assert (d.id, d.family) == ("library_built_without_cuda", "torch_cpu_build")
+    assert d.title == "This jaxlib is a CPU-only build: it has no gpu backend"
+    # a backend name that is no GPU is not this
+    assert all(x.id != "library_built_without_cuda" for x in explain_text("RuntimeError: Unknown backend tpu").diagnoses)
+
+
+def test_pypis_torch_wheel_for_windows_is_named_as_the_cpu_build_and_the_cuda_indexs_is_not():
+    # round11 torch_cpu_build-pytorch-52662 (before round 14: no answer): pip's download line is the evidence
+    d = _first("Collecting torch===1.7.1\n  Downloading torch-1.7.1-cp38-cp38-win_amd64.whl (184.0 MB)\n"
+               "Successfully installed torch-1.7.1")
+    assert (d.id, d.family) == ("pypi_windows_torch_wheel", "torch_cpu_build")
+    assert d.title == "pip installed PyPI's torch 1.7.1 wheel for Windows, which is CPU-only"
+    for text in ("Downloading https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp311-cp311-win_amd64.whl",
+                 "Downloading torch-2.1.0+cu121-cp311-cp311-win_amd64.whl",
+                 "Downloading torch-2.1.0-cp311-cp311-manylinux1_x86_64.whl"):
+        assert all(x.id != "pypi_windows_torch_wheel" for x in explain_text(text).diagnoses), text
