@@ -128,3 +128,19 @@ def test_pypis_torch_wheel_for_windows_is_named_as_the_cpu_build_and_the_cuda_in
                  "Downloading torch-2.1.0+cu121-cp311-cp311-win_amd64.whl",
                  "Downloading torch-2.1.0-cp311-cp311-manylinux1_x86_64.whl"):
         assert all(x.id != "pypi_windows_torch_wheel" for x in explain_text(text).diagnoses), text
+
+
+@pytest.mark.parametrize("text, title", [
+    # round12 no_device_in_container-truecharts-1991 and -nvidia-docker-1001 (before round 14: no answer): the
+    # driver's video libraries named by other programs than FFmpeg
+    ("[jellyfin] nvenc encoding fails: unable to load libnvcuvid.so.1",
+     "The NVIDIA driver's video library libnvcuvid.so.1 cannot be loaded here: no NVIDIA driver is installed or visible"),
+    ("libnvcuvid.so is missing",
+     "The NVIDIA driver's video library libnvcuvid.so is missing here: no NVIDIA driver is installed or visible"),
+])
+def test_the_drivers_video_libraries_missing_read_as_ffmpegs_cannot_load(text, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].title) == ("ffmpeg_driver_library_not_loaded", title)
+    # in a container, the container started without the driver's video capability comes first
+    c = explain_text(text, flags=["container"]).diagnoses
+    assert c[0].family == "no_device_in_container"
