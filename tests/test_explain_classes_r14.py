@@ -144,3 +144,18 @@ def test_the_drivers_video_libraries_missing_read_as_ffmpegs_cannot_load(text, t
     # in a container, the container started without the driver's video capability comes first
     c = explain_text(text, flags=["container"]).diagnoses
     assert c[0].family == "no_device_in_container"
+
+
+def test_tensors_on_two_devices_are_named_from_the_text_and_stay_a_program_bug():
+    # round11 cuda_visible_devices-cwt-for-fss-12 and 22 not_env_problem cases of the tunable sets: the note said
+    # '(cuda:0 and cpu)' whatever the text named; it now names the text's devices and the one-GPU way out
+    r = explain_text("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                     "cuda:1 and cuda:0! (when checking argument for argument weight in method wrapper__cudnn_convolution)")
+    assert r.diagnoses == []
+    note = r.notes[0]
+    assert (note.id, note.kind) == ("tensors_on_different_devices", "program_bug")
+    assert note.title == "The program mixes tensors on cuda:1 and cuda:0 in one operation: a bug in the program"
+    assert "cuda:1 and on cuda:0" in note.explanation[0] and "CUDA_VISIBLE_DEVICES" in note.explanation[-1]
+    bare = explain_text("Expected all tensors to be on the same device").notes[0]
+    assert bare.title == "The program mixes tensors on different devices: a bug in the program"
+    assert not any("{" in s or "cuda:0 and cpu" in s for s in bare.explanation)
