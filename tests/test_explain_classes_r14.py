@@ -159,3 +159,18 @@ def test_tensors_on_two_devices_are_named_from_the_text_and_stay_a_program_bug()
     bare = explain_text("Expected all tensors to be on the same device").notes[0]
     assert bare.title == "The program mixes tensors on different devices: a bug in the program"
     assert not any("{" in s or "cuda:0 and cpu" in s for s in bare.explanation)
+
+
+def test_no_cuda_gpus_available_is_a_word_of_its_own_not_counted_as_is_available_false():
+    # the vocabulary counted PyTorch's "No CUDA GPUs are available" (12 CVD threads) under both is_available_false
+    # and no_gpu_found, so a bare "cuda is not available" read as CUDA_VISIBLE_DEVICES first
+    from gpudoctor.explain.fallback import rank
+    from gpudoctor.explain.words import features
+    assert set(features("RuntimeError: No CUDA GPUs are available")) >= {"no_cuda_gpus_word"}
+    assert not set(features("RuntimeError: No CUDA GPUs are available")) & {"is_available_false", "no_gpu_found"}
+    assert rank(["no_cuda_gpus_word"])[0][0] == "cuda_visible_devices"
+    assert rank(["is_available_false"])[0][0] == "torch_cpu_build"
+    d = explain_text("Exception: cuda is not available, please check your environment").diagnoses
+    assert (d[0].id, d[0].family) == ("vocabulary", "torch_cpu_build")
+    # the message itself still has its signature, whose threads were all CUDA_VISIBLE_DEVICES
+    assert _first("RuntimeError: No CUDA GPUs are available").family == "cuda_visible_devices"

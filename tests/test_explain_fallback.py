@@ -29,7 +29,7 @@ READ = [
      "No known message matched; its words (CUDNN_STATUS_INTERNAL_ERROR) point first to TensorFlow memory settings"),
     # round2-a tf_windows_native_unsupported-tensorflow-73368: TF 2.11+ and Windows in an issue template
     (TF_WINDOWS_TEMPLATE, ("windows",), "tf_windows_native_unsupported",
-     "No known message matched; its words (TensorFlow version 2.17, TensorFlow, can't detect my gpu) point first to "
+     "No known message matched; its words (TensorFlow version 2.17, can't detect my gpu, TensorFlow) point first to "
      "TensorFlow has no GPU support on native Windows"),
     # round2-a arch-tensorrt-3826-pascal-trt10: TensorRT's own words for an architecture it lacks
     ("[04/25/2024-15:52:54] [TRT] [E] 1: Unsupported SM: 0x601\n[04/25/2024-15:52:54] [TRT] [E] 1: [caskUtils.cpp::"
