@@ -174,3 +174,24 @@ def test_no_cuda_gpus_available_is_a_word_of_its_own_not_counted_as_is_available
     assert (d[0].id, d[0].family) == ("vocabulary", "torch_cpu_build")
     # the message itself still has its signature, whose threads were all CUDA_VISIBLE_DEVICES
     assert _first("RuntimeError: No CUDA GPUs are available").family == "cuda_visible_devices"
+
+
+def test_no_gpu_found_words_alone_give_a_ranked_low_confidence_answer_not_none():
+    # with 'No CUDA GPUs are available' counted apart, 'no GPU detected' alone spreads over many families (none
+    # holds a fifth of the word); the fallback still names the most frequent with low confidence and ranks the rest
+    r = explain_text("no GPU detected")
+    d = r.diagnoses
+    assert d and d[0].id == "vocabulary" and d[0].confidence == "low"
+    assert len(d[0].differential.candidates) >= 3
+    # a program bug stays silent, whatever the threshold
+    assert explain_text("RuntimeError: CUDA error: device-side assert triggered").diagnoses == []
+
+
+@pytest.mark.parametrize("phase", ["GET", "FIND"])
+def test_cudnns_no_engine_names_a_foreign_cudnn_first_and_memory_second(phase):
+    # written for the class (public threads: pytorch/pytorch#102535, replicate/cog#1430): the message hides the
+    # cause; a cuDNN other than PyTorch's own on the library path is the usual one, a full GPU the other
+    d = explain_text(f"RuntimeError: {phase} was unable to find an engine to execute this computation").diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("torch_cudnn_no_engine", "cudnn_mismatch_or_missing"),
+                                                  ("torch_cudnn_no_engine", "oom")]
+    assert "LD_LIBRARY_PATH" in " ".join(d[0].explanation)
