@@ -195,3 +195,28 @@ def test_cudnns_no_engine_names_a_foreign_cudnn_first_and_memory_second(phase):
     assert [(x.id, x.family) for x in d[:2]] == [("torch_cudnn_no_engine", "cudnn_mismatch_or_missing"),
                                                   ("torch_cudnn_no_engine", "oom")]
     assert "LD_LIBRARY_PATH" in " ".join(d[0].explanation)
+
+
+def test_bitsandbytes_cublaslt_error_reads_as_an_old_gpu_first_and_a_stale_bitsandbytes_second():
+    # written for the class (public threads: bitsandbytes-foundation/bitsandbytes#538 lists them)
+    d = explain_text("  File \"bitsandbytes/functional.py\", line 1698, in igemmlt\n"
+                     "    raise Exception('cublasLt ran into an error!')\nException: cublasLt ran into an error!").diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("bnb_cublaslt_error", "arch_unsupported"),
+                                                  ("bnb_cublaslt_error", "extension_build_mismatch")]
+    assert d[1].fix.kb_id == "bitsandbytes_binary"
+
+
+@pytest.mark.parametrize("text", [
+    "I tensorflow/core/platform/cpu_feature_guard.cc:193] This TensorFlow binary is optimized with oneAPI Deep Neural "
+    "Network Library (oneDNN) to use the following CPU instructions in performance-critical operations:  AVX2 FMA",
+    "I tensorflow/core/platform/cpu_feature_guard.cc:142] Your CPU supports instructions that this TensorFlow binary "
+    "was not compiled to use: AVX2",
+])
+def test_tensorflows_cpu_instruction_note_is_harmless_and_leaves_the_gpu_lines_to_speak(text):
+    r = explain_text(text)
+    assert r.diagnoses == [] and [(n.id, n.kind) for n in r.notes] == [("tf_cpu_feature_guard", "harmless")]
+    # next to a real GPU line, the GPU line is the diagnosis
+    r = explain_text(text + "\nW tensorflow/core/common_runtime/gpu/gpu_device.cc:1960] Cannot dlopen some GPU "
+                     "libraries. Please make sure the missing libraries mentioned above are installed properly\n"
+                     "Skipping registering GPU devices...")
+    assert r.diagnoses and r.diagnoses[0].family == "tf_no_gpu_libs"
