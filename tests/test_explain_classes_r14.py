@@ -220,3 +220,58 @@ def test_tensorflows_cpu_instruction_note_is_harmless_and_leaves_the_gpu_lines_t
                      "libraries. Please make sure the missing libraries mentioned above are installed properly\n"
                      "Skipping registering GPU devices...")
     assert r.diagnoses and r.diagnoses[0].family == "tf_no_gpu_libs"
+
+
+@pytest.mark.parametrize("text, sig, title", [
+    ("F0101 00:00:00.000000  1234 common.cpp:66] Cannot use GPU in CPU-only Caffe: check mode.",
+     "caffe_or_lua_torch_cpu_only", "This is a CPU-only Caffe (built with CPU_ONLY := 1): it cannot use the GPU"),
+    ("module 'cutorch' not found:No LuaRocks module found for cutorch", "caffe_or_lua_torch_cpu_only",
+     "Lua Torch's GPU package cutorch is not installed: this Torch runs on the CPU only"),
+    ("system_info: n_threads = 8 / 16 | AVX = 1 | AVX2 = 1 | AVX512 = 0 | FMA = 1 | BLAS = 0 | SSE3 = 1 |",
+     "llama_cpp_cpu_build", "This llama.cpp build has no GPU backend (BLAS = 0 in its system info)"),
+    ("llm_load_tensors: offloaded 0/33 layers to GPU", "llama_cpp_cpu_build",
+     "llama.cpp offloaded no layers to the GPU (0 of 33)"),
+    ("UserWarning: FP16 is not supported on CPU; using FP32 instead", "whisper_running_on_cpu",
+     "Whisper is running on the CPU (FP16 is not supported on CPU): PyTorch sees no usable GPU"),
+])
+def test_cpu_only_builds_of_other_frameworks_say_which(text, sig, title):
+    # written for the class (each framework's own message; no tunable case had them)
+    d = _first(text)
+    assert (d.id, d.family, d.title) == (sig, "torch_cpu_build", title)
+
+
+def test_a_cuda_start_failure_outranks_llama_cpps_offloaded_nothing():
+    # round4 driver_library_mismatch-ollama-15918: 'offloaded 0/33' follows any CUDA start failure; the failure decides
+    d = explain_text("ggml_cuda_init: failed to initialize CUDA: forward compatibility was attempted on non supported HW\n"
+                     "time=... source=ggml.go:494 msg=\"offloaded 0/33 layers to GPU\"").diagnoses
+    assert d[0].id != "llama_cpp_cpu_build" and d[0].family != "torch_cpu_build"
+
+
+@pytest.mark.parametrize("text, title", [
+    ("error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build Tools\"",
+     "No C/C++ compiler to build the extension with"),
+    ("nvcc fatal   : Cannot find compiler 'cl.exe' in PATH",
+     "No cl.exe to build the extension with: no C/C++ compiler is installed or on PATH"),
+    ("subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status 1.",
+     "No c++ to build the extension with: no C/C++ compiler is installed or on PATH"),
+    ("unable to execute 'x86_64-linux-gnu-gcc': No such file or directory",
+     "No x86_64-linux-gnu-gcc to build the extension with: no C/C++ compiler is installed or on PATH"),
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+     "No C/C++ compiler to build the extension with"),
+])
+def test_a_missing_host_compiler_is_named_with_its_own_recipe(text, title):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe, d.title) == ("host_compiler_missing", "extension_build_mismatch",
+                                                   "host_compiler_missing", title)
+
+
+def test_an_extension_needing_a_newer_cuda_toolkit_names_package_and_version():
+    d = _first("RuntimeError: FlashAttention is only supported on CUDA 11.6 and above.  Note: make sure nvcc has a "
+               "supported version by running nvcc -V.")
+    assert (d.id, d.family) == ("extension_needs_newer_cuda_toolkit", "extension_build_mismatch")
+    assert d.title == "FlashAttention builds only with CUDA 11.6 or newer: the nvcc it found is older"
+
+
+def test_lightnings_gpu_available_false_reads_like_is_available_false():
+    d = _first("GPU available: False, used: False\nTPU available: False, using: 0 TPU cores")
+    assert (d.id, d.family) == ("vocabulary", "torch_cpu_build")
