@@ -275,3 +275,25 @@ def test_an_extension_needing_a_newer_cuda_toolkit_names_package_and_version():
 def test_lightnings_gpu_available_false_reads_like_is_available_false():
     d = _first("GPU available: False, used: False\nTPU available: False, using: 0 TPU cores")
     assert (d.id, d.family) == ("vocabulary", "torch_cpu_build")
+
+
+def test_singularity_finding_no_nv_files_is_a_container_without_the_gpu_with_the_hosts_causes_ranked():
+    d = explain_text("INFO:    Could not find any nv files on this host!").diagnoses
+    assert [(x.id, x.family) for x in d] == [("singularity_no_nv_files", "no_device_in_container"),
+                                            ("singularity_no_nv_files", "no_nvidia_gpu"),
+                                            ("singularity_no_nv_files", "driver_not_loaded")]
+
+
+@pytest.mark.parametrize("text", ["RuntimeError: No HIP GPUs are available",
+                                  "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"])
+def test_a_rocm_build_is_no_nvidia_gpu_first_and_a_wrong_wheel_second(text):
+    d = explain_text(text).diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("rocm_build_no_hip_gpu", "no_nvidia_gpu"),
+                                                ("rocm_build_no_hip_gpu", "torch_cpu_build")]
+    # PyTorch's CUDA message is another signature
+    assert _first("RuntimeError: No CUDA GPUs are available").id != "rocm_build_no_hip_gpu"
+
+
+@pytest.mark.parametrize("text", ["nvidia-smi: No devices were found", "$ nvidia-smi\nNo devices were found"])
+def test_nvidia_smis_no_devices_quoted_with_its_command_is_still_nvidia_smis_failure(text):
+    assert _first(text).id == "smi_no_devices_found"
