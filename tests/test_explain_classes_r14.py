@@ -297,3 +297,26 @@ def test_a_rocm_build_is_no_nvidia_gpu_first_and_a_wrong_wheel_second(text):
 @pytest.mark.parametrize("text", ["nvidia-smi: No devices were found", "$ nvidia-smi\nNo devices were found"])
 def test_nvidia_smis_no_devices_quoted_with_its_command_is_still_nvidia_smis_failure(text):
     assert _first(text).id == "smi_no_devices_found"
+
+
+@pytest.mark.parametrize("text, symbol", [
+    ("F tensorflow/stream_executor/cuda/cuda_driver.cc:94] Check failed: s.ok() could not find "
+     "cuDevicePrimaryCtxSetFlags in libcuda DSO; dlerror: /usr/lib/libcuda.so.1: undefined symbol: "
+     "cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags"),
+    ("ImportError: /usr/lib/x86_64-linux-gnu/libcuda.so.1: undefined symbol: cuGetProcAddress_v2",
+     "cuGetProcAddress_v2"),
+])
+def test_a_driver_api_function_missing_from_libcuda_is_a_driver_too_old_not_an_extension(text, symbol):
+    d = explain_text(text).diagnoses
+    assert (d[0].id, d[0].family) == ("libcuda_missing_symbol", "driver_too_old")
+    assert symbol in d[0].title
+    assert "extension_undefined_symbol" not in [x.id for x in d]
+    # an extension's own undefined symbol stays the extension's
+    assert _first("ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi").id == \
+        "extension_undefined_symbol"
+
+
+def test_tensorflows_cudart_stub_answering_is_tensorflows_missing_cuda_runtime():
+    d = _first("tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: "
+               "cudaGetErrorString symbol not found.")
+    assert (d.id, d.family, d.recipe) == ("tf_cudart_symbol_not_found", "tf_no_gpu_libs", "tf_cuda_mismatch")
