@@ -100,12 +100,12 @@ def test_a_kernel_module_said_to_be_missing_in_plain_words_is_the_driver_not_loa
     assert (d.id, d.family) == ("module_missing_words", "driver_not_loaded")
 
 
-def test_a_program_saying_the_machine_has_no_cuda_devices_gets_the_no_device_differential():
-    # round13-a cuda_visible_devices-backdoorbox-58 (before: no answer); the thread's cause (CUDA_VISIBLE_DEVICES
-    # naming a GPU the machine lacks) is among the ranked causes, not first: the text alone cannot tell
+def test_a_program_saying_the_machine_has_no_cuda_devices_is_a_programs_own_gpu_check():
+    # round13-a cuda_visible_devices-backdoorbox-58 (before round 14: no answer): the program's own assertion, read
+    # like other programs' 'needs a CUDA-enabled GPU' (the thread's cause, CUDA_VISIBLE_DEVICES naming a GPU the
+    # machine lacks, is not among that message's counted causes: the text alone cannot tell)
     d = _first("AssertionError: This machine has no cuda devices!")
-    assert (d.id, d.family) == ("cuinit_no_device", "driver_not_loaded")
-    assert "cuda_visible_devices" in [c.family for c in d.differential.candidates]
+    assert (d.id, d.family) == ("program_needs_cuda_gpu", "no_nvidia_gpu")
 
 
 def test_an_old_jaxlib_without_the_gpu_backend_is_a_cpu_build():
@@ -320,3 +320,22 @@ def test_tensorflows_cudart_stub_answering_is_tensorflows_missing_cuda_runtime()
     d = _first("tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: "
                "cudaGetErrorString symbol not found.")
     assert (d.id, d.family, d.recipe) == ("tf_cudart_symbol_not_found", "tf_no_gpu_libs", "tf_cuda_mismatch")
+
+
+@pytest.mark.parametrize("text, sig, family", [
+    # round10 cuda_visible_devices-paddle-17857 (before round 14: no answer): the message with a word missing
+    ("no CUDA-capable is detected", "cuinit_no_device", "driver_not_loaded"),
+    # round11 torch_cpu_build-sd-webui-faceswaplab-124 (before: no answer): ONNX Runtime's own warning
+    ("Installing both `onnxruntime` and `onnxruntime-gpu` leads to undefined behavior as the CUDAExecutionProvider "
+     "might not be available despite the GPU runtime package being installed.", "onnxruntime_cpu_package",
+     "torch_cpu_build"),
+    # round10 xid_or_hardware-openmm-3474 (before: no answer; that thread's cause was a faulty GPU, the class's
+    # usual one is PTX newer than the driver's JIT)
+    ("CUDA platform error: Error loading CUDA module: CUDA_ERROR_INVALID_PTX (218)", "unsupported_ptx_version",
+     "driver_too_old"),
+    # round11 oom-tf-tutorials-69 (before: no answer): 'out memory', a word short
+    ("请问一下为什么会out memory？", "vocabulary", "oom"),
+])
+def test_word_short_and_other_tools_forms_of_known_messages(text, sig, family):
+    d = _first(text)
+    assert (d.id, d.family) == (sig, family)
