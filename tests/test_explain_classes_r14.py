@@ -339,3 +339,31 @@ def test_tensorflows_cudart_stub_answering_is_tensorflows_missing_cuda_runtime()
 def test_word_short_and_other_tools_forms_of_known_messages(text, sig, family):
     d = _first(text)
     assert (d.id, d.family) == (sig, family)
+
+
+@pytest.mark.parametrize("text, sig, family", [
+    ("/usr/include/c++/11/bits/std_function.h:435:145: error: parameter packs not expanded with '...':",
+     "cuda11_gcc11_std_function", "extension_build_mismatch"),
+    ("NameError: name '_C' is not defined", "extension_compiled_module_missing", "extension_build_mismatch"),
+    ("ImportError: cannot import name '_C' from 'detectron2' (/home/u/detectron2/detectron2/__init__.py)",
+     "extension_compiled_module_missing", "extension_build_mismatch"),
+    ("[TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::32] Error Code 1: Serialization (Serialization assertion "
+     "magicTagRead == kMAGIC_TAG failed.Magic tag does not match)", "tensorrt_engine_other_build",
+     "extension_build_mismatch"),
+    ("'nvidia-smi' is not recognized as an internal or external command, operable program or batch file.",
+     "nvidia_smi_not_found", "driver_not_loaded"),
+])
+def test_more_build_and_tool_messages_in_their_own_words(text, sig, family):
+    # written for the class from each tool's own message (no tunable case had them)
+    d = _first(text)
+    assert (d.id, d.family) == (sig, family)
+
+
+@pytest.mark.parametrize("text, note, kind", [
+    ("UserWarning: There are no g++ version bounds defined for CUDA version 12.4", "cpp_extension_no_gxx_bounds",
+     "harmless"),
+    ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "flash_attention_dtype", "program_bug"),
+])
+def test_a_warning_and_a_usage_error_are_notes_not_claims(text, note, kind):
+    r = explain_text(text)
+    assert r.diagnoses == [] and [(n.id, n.kind) for n in r.notes] == [(note, kind)]
