@@ -367,3 +367,17 @@ def test_more_build_and_tool_messages_in_their_own_words(text, sig, family):
 def test_a_warning_and_a_usage_error_are_notes_not_claims(text, note, kind):
     r = explain_text(text)
     assert r.diagnoses == [] and [(n.id, n.kind) for n in r.notes] == [(note, kind)]
+
+
+@pytest.mark.parametrize("text, sig, title", [
+    ("API mismatch: the NVIDIA kernel module has version 535.183.01, but this NVIDIA driver component has version "
+     "550.127.05. Please make sure that the kernel module and all NVIDIA driver components have the same version.",
+     "nvrm_api_mismatch", "The kernel module 535.183.01 and the user-space driver 550.127.05 differ (NVRM API mismatch)"),
+    ("Building module: cleaning build area... make -j16 KERNELRELEASE=6.8.0-45-generic... (bad exit status: 2)",
+     "dkms_build_failed", "DKMS could not build the NVIDIA kernel module for kernel 6.8.0-45-generic"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     "torch_distributed_store_timeout", "torch.distributed's rendezvous timed out: only 1 of 2 ranks reached the store"),
+])
+def test_driver_and_distributed_messages_in_other_tools_words_carry_their_numbers(text, sig, title):
+    d = _first(text)
+    assert (d.id, d.title) == (sig, title)
