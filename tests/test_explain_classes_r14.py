@@ -381,3 +381,30 @@ def test_a_warning_and_a_usage_error_are_notes_not_claims(text, note, kind):
 def test_driver_and_distributed_messages_in_other_tools_words_carry_their_numbers(text, sig, title):
     d = _first(text)
     assert (d.id, d.title) == (sig, title)
+
+
+def test_cjk_text_touching_a_latin_word_leaves_the_words_readable():
+    from gpudoctor.explain.normalize import normalize
+    from gpudoctor.explain.words import features
+
+    assert normalize("找不到cudnn") == "找不到 cudnn"
+    assert normalize("报错：CUDA out of memory（显存不足）") == "报错:CUDA out of memory(显存不足)"
+    assert "cudnn" not in features("找不到cudnn")             # \\bcudnn\\b cannot match after 到 ...
+    assert features(normalize("找不到cudnn"))["cudnn"].word == "cudnn"      # ... and can once spaced
+
+
+@pytest.mark.parametrize("text, family", [
+    ("CUDA不可用", "torch_cpu_build"), ("CUDAが使えません", "torch_cpu_build"), ("CUDA를 사용할 수 없습니다", "torch_cpu_build"),
+    ("显卡驱动版本过低", "driver_too_old"), ("グラフィックドライバが古い", "driver_too_old"), ("драйвер NVIDIA устарел", "driver_too_old"),
+    ("VRAMが足りません", "oom"), ("недостаточно видеопамяти", "oom"), ("memória insuficiente na GPU", "oom"),
+    ("找不到cudnn", "cudnn_mismatch_or_missing"),
+])
+def test_the_vocabulary_reads_the_common_complaints_in_other_languages(text, family):
+    d = _first(text)
+    assert (d.id, d.family) == ("vocabulary", family)
+
+
+@pytest.mark.parametrize("text", ["没有检测到GPU", "видеокарта не обнаружена", "no se detecta la GPU"])
+def test_no_gpu_found_in_other_languages_gives_a_ranked_answer(text):
+    d = _first(text)
+    assert d.id == "vocabulary" and len(d.differential.candidates) >= 3

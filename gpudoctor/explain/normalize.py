@@ -37,6 +37,12 @@ _DLLS = (
     (re.compile(r"\bnvcuda\.dll\b", re.IGNORECASE), "libcuda.so.1"),
     (re.compile(r"\bnvml\.dll\b", re.IGNORECASE), "libnvidia-ml.so.1"),
 )
+# CJK scripts (Han, kana, Hangul) touching a Latin letter or digit, either way round.
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_LATIN = re.compile(f"(?<=[{CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{CJK}])")
+# Full-width ASCII forms (U+FF01..U+FF5E) and the ideographic space, as typed with a CJK input method.
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+_FULLWIDTH[0x3000] = 0x20
 # An exception raised as Exception(MESSAGE, a, b) with a %-template: Python prints the tuple.
 _ARGS_TUPLE = re.compile(r"\('((?:[^'\\\n]|\\.)*?%[sd](?:[^'\\\n]|\\.)*?)'((?:, '[^'\n]*'){1,4})\)")
 _ARG = re.compile(r"'([^'\n]*)'")
@@ -52,8 +58,9 @@ def _format_args(m: "re.Match[str]") -> str:
 
 def normalize(text: str) -> str:
     """``text`` without colour codes, typography, rank and log-collector prefixes and mid-sentence wraps, with DLL names
-    as .so names."""
-    text = _ANSI.sub("", text).translate(_TYPOGRAPHY)
+    as .so names and CJK text spaced from the Latin words it touches."""
+    text = _ANSI.sub("", text).translate(_TYPOGRAPHY).translate(_FULLWIDTH)
+    text = _CJK_LATIN.sub(" ", text)
     text = _LOG_PREFIX.sub("", text)     # before the wraps: "ollama-1  | ..." is a line, not a wrapped word
     text = _WRAP.sub(" ", text)          # before the rank prefixes go: "[rank1]: ..." is a line of its own
     text = _RANK.sub("", text)
