@@ -408,3 +408,11 @@ def test_the_vocabulary_reads_the_common_complaints_in_other_languages(text, fam
 def test_no_gpu_found_in_other_languages_gives_a_ranked_answer(text):
     d = _first(text)
     assert d.id == "vocabulary" and len(d.differential.candidates) >= 3
+
+
+def test_jaxlib_and_jax_from_different_releases_name_both_versions():
+    d = _first("RuntimeError: jaxlib version 0.4.20 is newer than and incompatible with jax version 0.4.13. Please "
+               "update your jax and/or jaxlib packages.")
+    assert (d.id, d.family, d.recipe) == ("jaxlib_jax_version_mismatch", "extension_build_mismatch",
+                                          "jax_plugin_mismatch")
+    assert d.title == "jaxlib 0.4.20 and jax 0.4.13 do not match: install the pair of one release"
