@@ -184,3 +184,52 @@ def test_the_stored_counts_are_the_tuning_sets_counts():
     assert bench.main([]) == 0
     assert set(vocabulary.counts()) <= {t.id for t in vocabulary.terms()} | {"code:" + c.key for c in
                                                                              vocabulary.codes()}
+
+
+# Where the fallback says it read its words, and what it says about them (round 14's mutation run of
+# explain_reading left these unpinned).
+
+def test_the_fallback_names_the_input_line_and_excerpt_of_its_strongest_word():
+    from gpudoctor.explain import fallback
+    from gpudoctor.knowledge import vocabulary
+
+    r = fallback.read([("app.log", "starting\nloading model\n  torch.cuda.is_available() returns False  \nbye")])
+    assert (r.id, r.family, r.via) == ("vocabulary", "torch_cpu_build", "vocabulary")
+    assert (r.source, r.lines, r.count, r.excerpt) == ("app.log", [3], 1, "torch.cuda.is_available() returns False")
+    assert r.recipe == r.differential.candidates[0].recipe == "torch_cpu_build" and r.fix is not None
+    assert r.values == {"words": "is_available() returns False, torch"}
+    assert r.explanation == [
+        "No known error message matched, so this is read from the text's words alone: 'is_available() returns "
+        "False' (a framework reporting that CUDA is not available); 'torch' (PyTorch).",
+        "The causes below are ranked by those words; the command under each decides between them."]
+    # the differential counts the threads of its strongest word
+    assert r.differential.to_dict()["cases"] == sum(vocabulary.counts()["is_available_false"].values())
+
+
+def test_the_fallback_quotes_at_most_three_words_joined_by_semicolons():
+    from gpudoctor.explain import fallback
+
+    r = fallback.read([("m.log", "libcudnn missing, nvidia-smi works, driver 535, docker container, tensorflow")])
+    assert r.explanation[0].count("; ") == 2 and r.explanation[0].endswith(").")
+    assert len(r.values["words"].split(", ")) == 3
+
+
+def test_a_word_read_without_a_line_falls_back_to_the_first_non_blank_line():
+    from gpudoctor.explain import fallback
+
+    r = fallback.read([("x.log", "\n\n  header line\nfailed: cudaErrorNoDevice")])
+    assert (r.source, r.lines, r.excerpt, r.values) == ("x.log", [3], "header line", {"words": "cudaErrorNoDevice"})
+
+
+def test_error_codes_by_number_are_marked_where_they_were_read():
+    from gpudoctor.explain.words import Mark, features
+
+    f = features("ok\nerror: cudaGetDeviceCount returned 100\n", "s.log")
+    assert f["code:cudaerrornodevice"] == Mark("returned 100", "s.log", 2, "error: cudaGetDeviceCount returned 100")
+    f = features("x\nNVML: can't get GPU #0, error code 15", "n.log")
+    assert f["code:nvmlerrorgpuislost"] == Mark("error code 15", "n.log", 2, "NVML: can't get GPU #0, error code 15")
+    f = features("first\n  second line says libcudnn_ops_infer.so.8 is missing  \nthird", "c.log")
+    assert f["libcudnn"] == Mark("libcudnn_ops_infer.so.8", "c.log", 2, "second line says libcudnn_ops_infer.so.8 is missing")
+    # the last line, without a newline after it, is read to its end
+    assert features("a\nno libcudnn here", "e.log")["libcudnn"].excerpt == "no libcudnn here"
+    assert features("--context flag", "f.log", flags=["container"])["container"] == Mark("container", "f.log")
