@@ -233,3 +233,103 @@ def test_error_codes_by_number_are_marked_where_they_were_read():
     # the last line, without a newline after it, is read to its end
     assert features("a\nno libcudnn here", "e.log")["libcudnn"].excerpt == "no libcudnn here"
     assert features("--context flag", "f.log", flags=["container"])["container"] == Mark("container", "f.log")
+
+
+def test_a_words_contribution_is_its_smoothed_share_of_threads_times_its_weight():
+    from gpudoctor.explain.fallback import contributions
+
+    # nouveau declares nouveau_conflict (one pseudo-thread) and driver_not_loaded (half of one); weight 1.0
+    c = contributions("nouveau", {"nouveau": {"nouveau_conflict": 3, "xid_or_hardware": 1}})
+    assert c == pytest.approx({"nouveau_conflict": 4 / 5.5, "driver_not_loaded": 0.5 / 5.5,
+                               "xid_or_hardware": 1 / 5.5})
+    # a word no thread held: its declared families alone
+    assert contributions("nouveau", {}) == pytest.approx({"nouveau_conflict": 1 / 1.5, "driver_not_loaded": 0.5 / 1.5})
+
+
+def test_rank_sums_contributions_applies_the_framework_factors_and_uses_the_counts_it_is_given():
+    from gpudoctor.explain.fallback import OTHER_FRAMEWORK, OWN_FRAMEWORK, contributions, rank
+    from gpudoctor.knowledge import vocabulary
+
+    c = vocabulary.counts()
+    own = sum(contributions(f, c).get("tf_no_gpu_libs", 0.0) for f in ("cuda_math_libs", "tensorflow"))
+    assert dict(rank(["cuda_math_libs", "tensorflow"]))["tf_no_gpu_libs"] == pytest.approx(own * OWN_FRAMEWORK)
+    other = sum(contributions(f, c).get("tf_no_gpu_libs", 0.0) for f in ("cuda_math_libs", "torch"))
+    assert dict(rank(["cuda_math_libs", "torch"]))["tf_no_gpu_libs"] == pytest.approx(other * OTHER_FRAMEWORK)
+    assert rank(["nouveau"])[0][0] == "nouveau_conflict"
+    assert rank(["nouveau"], {"nouveau": {"driver_not_loaded": 10}})[0][0] == "driver_not_loaded"
+
+
+def test_ties_go_to_the_family_further_down_the_stack_and_a_program_bug_last():
+    from gpudoctor.explain import fallback
+    from gpudoctor.knowledge.families import family as family_info
+
+    ranked = fallback.rank(["nouveau"], {"nouveau": {"driver_not_loaded": 0.5, "not_env_problem": 1.0}})
+    assert [s for _, s in ranked] == pytest.approx([1 / 3] * 3)
+    assert ranked[-1][0] == "not_env_problem"
+    first, second = ranked[0][0], ranked[1][0]
+    assert family_info(first).rank <= family_info(second).rank
+    assert fallback._family_rank("not_env_problem") == 999
+    assert fallback._family_rank("oom") == family_info("oom").rank
+
+
+def test_the_fallback_speaks_from_exactly_its_minimum_share():
+    from gpudoctor.explain import fallback
+    from gpudoctor.explain.words import Mark
+
+    feats = {"nouveau": Mark("nouveau")}
+    assert fallback.speaks(feats, [("nouveau_conflict", fallback.MIN_SHARE)])
+    assert not fallback.speaks(feats, [("nouveau_conflict", fallback.MIN_SHARE - 0.001)])
+    assert not fallback.speaks(feats, [("not_env_problem", 1.0)])
+
+
+def test_the_differential_lists_five_causes_with_their_threads_and_places_the_container_only_when_said():
+    from gpudoctor.explain import fallback
+    from gpudoctor.knowledge import vocabulary
+
+    text = [("a.log", "torch.cuda.is_available() returns False")]
+    r = fallback.read(text)
+    seen = vocabulary.counts()["is_available_false"]
+    cands = r.differential.candidates
+    assert len(cands) == fallback.MAX_CANDIDATES
+    assert [c.prior for c in cands] == [seen.get(c.family, 0) for c in cands]
+    container = next(c for c in cands if c.family == "no_device_in_container")
+    assert container.unplaced is True
+    said = next(c for c in fallback.read(text, flags=["container"]).differential.candidates
+                if c.family == "no_device_in_container")
+    assert said.unplaced is False
+    # the counts it is given are the counts it reads
+    mine = fallback.read(text, counts={"is_available_false": {"driver_too_old": 50}})
+    assert mine.family == "driver_too_old"
+
+
+def test_the_words_quoted_first_are_the_ones_that_speak_for_the_family():
+    from gpudoctor.explain import fallback
+
+    # 'fedora' names no CPU-only build: it is quoted after the words that do
+    r = fallback.read([("a", "torch.cuda.is_available() returns False on my fedora box")])
+    assert r.values["words"] == "is_available() returns False, torch, fedora"
+
+
+def test_marks_quote_their_own_line_only_and_at_most_300_characters():
+    from gpudoctor.explain.words import features
+
+    f = features("a libcudnn b\nc\nd", "l.log")
+    assert (f["libcudnn"].line, f["libcudnn"].excerpt) == (1, "a libcudnn b")
+    long = "x" * 400 + " libcudnn"
+    assert len(features(long)["libcudnn"].excerpt) == 300
+    # a small code on the third line of its table's API
+    f = features("a\nb\nNVML: can't get GPU #0, error code 15", "n.log")
+    assert (f["code:nvmlerrorgpuislost"].line, f["code:nvmlerrorgpuislost"].excerpt) == \
+        (3, "NVML: can't get GPU #0, error code 15")
+    assert features("failed: cudaErrorNoDevice", "z.log")["code:cudaerrornodevice"].source == "z.log"
+
+
+def test_without_a_located_word_the_fallback_points_at_the_first_non_blank_line_of_any_input():
+    from gpudoctor.explain import fallback
+
+    r = fallback.read([("empty.log", "\n \n"), ("b.log", "\n  failed: cudaErrorNoDevice")])
+    assert (r.source, r.lines, r.excerpt) == ("b.log", [2], "failed: cudaErrorNoDevice")
+    assert fallback._first_line([("e", " \n"), ("f", "")]) == fallback.Mark("", "e", 1, "")
+    # counts that know none of the words: the declared families alone, and no threads behind them
+    r = fallback.read([("a", "torch.cuda.is_available() returns False")], counts={})
+    assert r.differential.to_dict()["cases"] == 0 and r.family == "torch_cpu_build"

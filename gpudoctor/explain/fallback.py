@@ -161,6 +161,10 @@ def _what(fid: str) -> str:
 
 
 def _first_line(texts: Sequence[Tuple[str, str]]) -> Mark:
-    source, text = texts[0]
-    n, line = next(((i, l.strip()) for i, l in enumerate(text.splitlines(), 1) if l.strip()), (1, ""))
-    return Mark(line, source, n, line[:300])
+    """The first non-blank line of the inputs (of the first input when all are blank)."""
+    for source, text in texts:
+        for n, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if line:
+                return Mark(line, source, n, line[:300])
+    return Mark("", texts[0][0], 1, "")
