@@ -8,12 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
-
-
-def _first(text: str):
-    d = explain_text(text).diagnoses
-    assert d, "no answer"
-    return d[0]
+from tests.explain_support import first_diagnosis as _first
 
 
 def test_libtorch_not_linked_with_cuda_is_a_cpu_build_and_names_the_linking_mistake_second():

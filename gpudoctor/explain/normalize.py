@@ -38,8 +38,10 @@ _DLLS = (
     (re.compile(r"\bnvml\.dll\b", re.IGNORECASE), "libnvidia-ml.so.1"),
 )
 # CJK scripts (Han, kana, Hangul) touching a Latin letter or digit, either way round.
-CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_LATIN = re.compile(f"(?<=[{CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{CJK}])")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_LATIN = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+# ... and the one space normalize puts there, for quoting a word as it was written.
+_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) (?=[{_CJK}])")
 # Full-width ASCII forms (U+FF01..U+FF5E) and the ideographic space, as typed with a CJK input method.
 _FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _FULLWIDTH[0x3000] = 0x20
@@ -68,3 +70,8 @@ def normalize(text: str) -> str:
     for pattern, repl in _DLLS:
         text = pattern.sub(repl, text)
     return text
+
+
+def unspace_cjk(words: str) -> str:
+    """``words`` read from a normalised text, without the spaces ``normalize`` put between CJK and Latin text."""
+    return _CJK_GAP.sub("", words)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable
 
-from gpudoctor.explain.normalize import CJK
+from gpudoctor.explain.normalize import unspace_cjk
 from gpudoctor.knowledge import vocabulary
 from gpudoctor.literals import fold, needles
 
@@ -35,10 +35,6 @@ _SMALL_NUMBER = re.compile(_INTRO.format(failure="|failure") + r"(\d{1,2})\b" + 
 _TABLE_ROW = re.compile(r"^[ \t]*[|+].*$", re.MULTILINE)
 
 
-# The space normalize puts between CJK text and a Latin word, taken out again when the words are quoted.
-_CJK_GAP = re.compile(f"(?<=[{CJK}]) (?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) (?=[{CJK}])")
-
-
 @dataclass(frozen=True)
 class Mark:
     """Where a feature was read: the words themselves, the input and line, the line's text."""
@@ -53,7 +49,7 @@ def _mark(text: str, source: str, word: str, start: int) -> Mark:
     line_start = text.rfind("\n", 0, start) + 1
     end = text.find("\n", start)
     line = text[line_start:end if end != -1 else len(text)].strip()
-    return Mark(_CJK_GAP.sub("", " ".join(word.split())), source, text.count("\n", 0, start) + 1, line[:300])
+    return Mark(unspace_cjk(" ".join(word.split())), source, text.count("\n", 0, start) + 1, line[:300])
 
 
 def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Dict[str, Mark]:
