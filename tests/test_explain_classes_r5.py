@@ -55,7 +55,7 @@ REAL = [
      "supported by open\n             NVRM: nvidia.ko because it does not include the required GPU\n             NVRM: "
      "System Processor (GSP).\nkernel: NVRM: The NVIDIA probe routine failed for 1 device(s).",
      "nvrm_gpu_not_supported", "driver_not_loaded",
-     "The open NVIDIA kernel module does not run this GPU: it has no GSP (a GPU older than Turing)"),
+     "The open kernel module nvidia.ko does not run this GPU: it has no GSP (a GPU older than Turing)"),
     # round2 tfmemgrowth-keras-10634-dnn: TensorFlow's CudnnRNN failing (before round 5: no answer)
     ("TypeError: Fail to find the dnn implementation.", "tf_no_algorithm_worked", "tf_memory_growth",
      "TensorFlow found no cuDNN kernel that runs (Fail to find the dnn implementation)"),

@@ -1,0 +1,150 @@
+"""Classes of real errors round 15 of issue 10 reads for the class. Some come from the tunable half round14-a (named
+next to each; no answer or the wrong family before round 15), the others from the tools' own messages: CTranslate2's
+compute-type check, kernels compiled for other compute capabilities (NVIDIA HPC SDK, a miner's kernel, xFormers),
+bfloat16 refused in other programs' words, xFormers with no operator, PyTorch's JIT extension cache, Horovod's
+framework extensions, TensorFlow's CUDA diagnostics finding no kernel driver, the driver's own 'not supported by this
+release' line, Lightning's accelerator and fork checks, jax's minimum-jaxlib check."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+from tests.explain_support import first_diagnosis as _first
+
+CT2 = "Requested {t} compute type, but the target device or backend do not support efficient {t} computation."
+
+
+@pytest.mark.parametrize("ctype", ["float16", "int8_float16", "bfloat16"])
+def test_ctranslate2_refusing_a_compute_type_is_a_gpu_too_old_for_it_named_by_the_type(ctype):
+    # round14-a arch_unsupported-audiosplitter-whisper-4, arch_unsupported-whisperlive-195 (before: no answer)
+    d = _first("ValueError: " + CT2.format(t=ctype))
+    assert (d.id, d.family, d.recipe) == ("ctranslate2_compute_type_unsupported", "arch_unsupported",
+                                          "ctranslate2_compute_type")
+    assert d.title == (f"CTranslate2 refuses the {ctype} compute type: this GPU (or the CPU backend) has no "
+                       f"efficient {ctype}")
+    assert "int8" in d.fix.summary and "float32" in d.fix.summary
+
+
+def test_ctranslate2_refusing_float16_on_a_mac_is_no_nvidia_gpu():
+    # round14-a no_nvidia_gpu-whisperx-878 (before: no answer): the Mac is told by --context macos
+    d = _first(CT2.format(t="float16"), flags=["macos"])
+    assert (d.family, d.id) == ("no_nvidia_gpu", "ctranslate2_compute_type_unsupported")
+    assert d.title == ("This is a Mac: there is no NVIDIA GPU, and CTranslate2's CPU backend has no efficient "
+                       "float16")
+
+
+@pytest.mark.parametrize("text, title", [
+    # round14-a arch_unsupported-torchfort-8 (before: no answer)
+    ("Accelerator Fatal Error: This file was compiled: -acc=gpu -gpu=cc70 -gpu=cc80 -acc=host or -acc=multicore\n"
+     "Rebuild this file with -gpu=cc89 to use NVIDIA Tesla GPU 0",
+     "The program was compiled for other GPUs: it must be rebuilt with -gpu=cc89 for this one"),
+    # round14-a arch_unsupported-gpu-post-15 (before: no answer)
+    ("[2020-09-08 11:15:32] GPU #0: FATAL: the 't' kernel requires 5.0 capability!\n"
+     "[2020-09-08 11:15:32] Failed to init GPU, disabling device 0.",
+     "A kernel needs compute capability 5.0; this GPU is older"),
+    # xFormers' reason under 'No operator found': the capability decides over the operator line above it
+    ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+     "`flshattF` is not supported because:\n    requires device with capability > (8, 0) but your GPU has "
+     "capability (7, 5) (too old)",
+     "A kernel needs compute capability (8, 0); this GPU has (7, 5) and is too old"),
+])
+def test_a_kernel_compiled_for_other_compute_capabilities_is_an_unsupported_architecture(text, title):
+    d = _first(text)
+    assert (d.id, d.family) == ("kernel_requires_capability", "arch_unsupported")
+    assert d.title == title
+
+
+@pytest.mark.parametrize("text", ["Current GPU does not support bfloat16.",
+                                  "Device does not support bfloat16. Will change to float16.",
+                                  "ValueError: the current CUDA device does not support bfloat16"])
+def test_bfloat16_refused_in_other_programs_words_needs_ampere(text):
+    d = _first(text)
+    assert (d.id, d.family) == ("bf16_needs_ampere", "arch_unsupported")
+
+
+@pytest.mark.parametrize("text", ["CuPy does not support bfloat16 yet",
+                                  "ValueError: NumPyEngine does not support bfloat16 precision."])
+def test_a_library_without_bfloat16_is_not_a_gpu_too_old(text):
+    assert "bf16_needs_ampere" not in [d.id for d in explain_text(text).diagnoses]
+
+
+def test_xformers_with_no_operator_alone_is_a_wheel_for_another_torch():
+    d = _first("NotImplementedError: No operator found for `memory_efficient_attention_backward` with inputs:")
+    assert (d.id, d.family) == ("xformers_no_operator", "extension_build_mismatch")
+    assert d.title == ("xFormers has no operator it can run here for memory_efficient_attention_backward: its CUDA "
+                       "kernels were not built for this torch, CUDA or GPU")
+
+
+def test_a_missing_library_in_pytorchs_extension_cache_is_a_failed_jit_build_not_cudnn():
+    # before round 15 the vocabulary read '.so: cannot' as a cuDNN library
+    d = _first("ImportError: /root/.cache/torch_extensions/py310_cu118/fused_adam/fused_adam.so: cannot open shared "
+               "object file: No such file or directory")
+    assert (d.id, d.family) == ("torch_extension_not_built", "extension_build_mismatch")
+    assert d.title == ("The JIT-built extension fused_adam is missing from PyTorch's extension cache: its build failed "
+                       "earlier")
+
+
+@pytest.mark.parametrize("fw", ["torch", "tensorflow"])
+def test_horovod_without_a_frameworks_extension(fw):
+    d = _first(f"ImportError: Extension horovod.{fw} has not been built: /usr/lib/python3/dist-packages/horovod/{fw}/"
+               "mpi_lib_v2.cpython-38-x86_64-linux-gnu.so not found")
+    assert (d.id, d.family) == ("horovod_extension_not_built", "extension_build_mismatch")
+    assert d.title == f"Horovod was installed without its {fw} extension"
+
+
+def test_tensorflows_cuda_diagnostics_finding_no_kernel_driver_is_the_module_not_loaded():
+    text = ("I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:176] kernel driver does not appear to be running on "
+            "this host (e2e-node): /proc/driver/nvidia/version does not exist")
+    d = _first(text)
+    assert (d.id, d.family) == ("cuda_diagnostics_kernel_driver_not_running", "driver_not_loaded")
+    c = _first(text, flags=["container"])
+    assert (c.id, c.family) == ("cuda_diagnostics_kernel_driver_not_running", "no_device_in_container")
+
+
+@pytest.mark.parametrize("text, title", [
+    ("NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2204)\nNVRM: installed in this system is not supported by the\n"
+     "NVRM: NVIDIA 390.144 driver release.",
+     "The NVIDIA 390.144 driver does not support this GPU: it needs another driver branch"),
+    ("[ 2288.712311] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:1292)\n[ 2288.712311] NVRM: installed in this "
+     "system is not supported by the 304.116\n[ 2288.712311] NVRM: NVIDIA Linux driver release.  Please see 'Appendix",
+     "The NVIDIA 304.116 driver does not support this GPU: it needs another driver branch"),
+    ("NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2204) installed in this system is not supported by the NVIDIA "
+     "390.144 driver release.",
+     "The NVIDIA 390.144 driver does not support this GPU (PCI ID 10de:2204): it needs another driver branch"),
+    ("NVRM: The 470.xx NVIDIA driver will ignore this GPU.  Continuing probe...",
+     "The installed NVIDIA driver does not support this GPU, so it does not initialise it"),
+])
+def test_the_driver_refusing_a_gpu_in_its_own_words_names_the_release(text, title):
+    # before round 15 the multi-line forms were read from words as a hardware fault, and every match without a
+    # legacy branch was titled as the open kernel module's refusal
+    d = _first(text)
+    assert (d.id, d.family) == ("nvrm_gpu_not_supported", "driver_not_loaded")
+    assert d.title == title
+
+
+@pytest.mark.parametrize("text", [
+    "lightning_fabric.utilities.exceptions.MisconfigurationException: `CUDAAccelerator` can not run on your system "
+    "since the accelerator is not available.",
+    "MisconfigurationException: No supported gpu backend found!",
+])
+def test_lightnings_accelerator_checks_read_as_cuda_not_available(text):
+    assert _first(text).id == "torch_cuda_not_available"
+
+
+def test_lightnings_fork_check_is_cuda_initialised_before_fork():
+    d = _first("RuntimeError: Lightning can't create new processes if CUDA is already initialized. Did you manually "
+               "call `torch.cuda.*` functions, have moved the model to the device?")
+    assert (d.id, d.family) == ("cuda_fork_reinit", "cuda_init_error_other")
+
+
+def test_jaxs_minimum_jaxlib_check_names_both_versions():
+    d = _first("RuntimeError: jaxlib is version 0.4.7, but this version of jax requires version >= 0.4.14.")
+    assert d.id == "jaxlib_jax_version_mismatch"
+    assert d.title == "jaxlib 0.4.7 is older than this jax needs (0.4.14): install the pair of one release"
+
+
+def test_tensorrts_magic_tag_in_its_newer_capitals():
+    d = _first("[TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::32] Error Code 1: Serialization (Serialization "
+               "assertion magicTagRead == kMAGIC_TAG failed.Magic Tag does not match)")
+    assert (d.id, d.family) == ("tensorrt_engine_other_build", "extension_build_mismatch")
