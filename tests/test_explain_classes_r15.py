@@ -148,3 +148,21 @@ def test_tensorrts_magic_tag_in_its_newer_capitals():
     d = _first("[TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::32] Error Code 1: Serialization (Serialization "
                "assertion magicTagRead == kMAGIC_TAG failed.Magic Tag does not match)")
     assert (d.id, d.family) == ("tensorrt_engine_other_build", "extension_build_mismatch")
+
+
+@pytest.mark.parametrize("text, words", [
+    # round14-a torch_cpu_build-bark-173 and torch_cpu_build-rvc-350 (before round 15: no answer)
+    ("No GPU being used. Careful, inference might be very slow!", "No GPU being used"),
+    ("(myenv) H:\\RVC-beta>python infer-web.py\nUse Language: en_US\n没有发现支持的N卡, 使用CPU进行推理", "使用CPU进行"),
+    ("Using device: cpu", "Using device: cpu"),
+])
+def test_a_program_saying_it_runs_on_the_cpu_reads_first_as_a_cpu_only_build(text, words):
+    # its own word since round 15 ('running on CPU' and 'falling back to CPU' were counted under 'no GPU found'):
+    # 11 of its 23 tunable threads were a CPU-only build, 3 no NVIDIA GPU
+    from tests.explain_support import assert_read_from_words
+    assert_read_from_words(text, "cpu_fallback", "torch_cpu_build", words, "a CPU-only framework build")
+
+
+def test_a_cpu_device_in_a_torch_load_hint_is_not_the_program_running_on_the_cpu():
+    from gpudoctor.explain.words import features
+    assert "cpu_fallback" not in features("use torch.load with map_location=torch.device('cpu') to map your storages")
