@@ -166,3 +166,43 @@ def test_a_program_saying_it_runs_on_the_cpu_reads_first_as_a_cpu_only_build(tex
 def test_a_cpu_device_in_a_torch_load_hint_is_not_the_program_running_on_the_cpu():
     from gpudoctor.explain.words import features
     assert "cpu_fallback" not in features("use torch.load with map_location=torch.device('cpu') to map your storages")
+
+
+def test_nvcc_refusing_visual_studio_is_the_host_compiler_with_its_range():
+    d = _first("host_config.h(153): fatal error C1189: #error:  -- unsupported Microsoft Visual Studio version! Only the "
+               "versions between 2017 and 2022 (inclusive) are supported!")
+    assert (d.id, d.family, d.recipe) == ("nvcc_unsupported_msvc", "extension_build_mismatch", "cuda_host_compiler")
+    assert d.title == ("This nvcc accepts Visual Studio 2017 to 2022 as its host compiler, and the one found is outside "
+                       "that range")
+
+
+def test_input_and_weight_types_differing_is_a_program_bug_note_not_a_diagnosis():
+    r = explain_text("RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
+                     "the same")
+    assert r.diagnoses == [] and [n.id for n in r.notes] == ["input_weight_type_mismatch"]
+    assert r.notes[0].title == ("The model's weights (torch.FloatTensor) and its input (torch.cuda.FloatTensor) are on "
+                                "different devices or of different types: a bug in the program")
+
+
+def test_inductor_without_triton_is_a_missing_package_not_a_driver_too_old():
+    # before round 15 the vocabulary read its 'too old' as the driver's
+    d = _first("RuntimeError: Cannot find a working triton installation. Either the package is not installed or it is "
+               "too old. More information on installing Triton can be found at https://github.com/openai/triton")
+    assert (d.id, d.family) == ("triton_not_installed", "extension_build_mismatch")
+
+
+@pytest.mark.parametrize("text", [
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+    "RuntimeError: Cannot find a working triton installation. Either the package is not installed or it is too old.",
+])
+def test_insufficient_and_too_old_count_for_the_driver_only_near_the_driver_or_cuda(text):
+    from gpudoctor.explain.words import features
+    assert "driver_too_old_words" not in features(text)
+
+
+@pytest.mark.parametrize("text", ["CUDA driver version is insufficient for CUDA runtime version",
+                                  "the NVIDIA driver on your system is too old",
+                                  "your CUDA is too old for this build"])
+def test_insufficient_and_too_old_next_to_the_driver_still_count(text):
+    from gpudoctor.explain.words import features
+    assert "driver_too_old_words" in features(text)
