@@ -206,3 +206,36 @@ def test_insufficient_and_too_old_count_for_the_driver_only_near_the_driver_or_c
 def test_insufficient_and_too_old_next_to_the_driver_still_count(text):
     from gpudoctor.explain.words import features
     assert "driver_too_old_words" in features(text)
+
+
+@pytest.mark.parametrize("text, sid, title", [
+    ("NVRM: GPU at PCI:0000:3b:00: GPU-5f2b1c3e-0d1a-4f6e-9b7a-2c8d4e6f1a3b has fallen off the bus.",
+     "xid_fallen_off_bus", None),
+    ("GPU 0: OK\nGPU 1: FAULTY", "gpu_burn_faulty",
+     "gpu-burn found GPU 1 computing wrong results under load: faulty hardware"),
+    ("DCGM_FR_VOLATILE_DBE_DETECTED: Detected 1 volatile double-bit ECC error(s) in GPU 0.", "dcgm_hardware_failure",
+     "DCGM's diagnostic reports a hardware failure (VOLATILE_DBE_DETECTED)"),
+    ("        HW Slowdown                       : Active", "hw_slowdown_active",
+     "The GPU's clocks are held down by a hardware slowdown (HW Slowdown): heat or power"),
+    ("clocks_event_reasons.hw_thermal_slowdown, Active", "hw_slowdown_active",
+     "The GPU's clocks are held down by a hardware slowdown (hw_thermal_slowdown): heat or power"),
+    ("nvidia-nvswitch0: SXid (PCI:0000:0c:00.0): 12028, Non-fatal, Link 47 egress non-posted PRIV error",
+     "nvswitch_sxid", "An NVSwitch reports an error (SXid 12028)"),
+    ("Device removed: DXGI_ERROR_DEVICE_HUNG", "dxgi_device_removed",
+     "Windows removed the GPU from the program (DXGI_ERROR_DEVICE_HUNG): the driver reset it (TDR) after a hang or crash"),
+])
+def test_hardware_faults_in_the_words_of_the_tools_that_find_them(text, sid, title):
+    # xid_or_hardware was 0 of 6 on frozen-test-15 before these, and the tunable sets hold almost none of these tools'
+    # lines: each is written from the tool's own output
+    d = _first(text)
+    assert (d.id, d.family) == (sid, "xid_or_hardware")
+    if title:
+        assert d.title == title
+
+
+@pytest.mark.parametrize("text", ["HW Slowdown : Not Active", "clocks_event_reasons.hw_slowdown, Not Active",
+                                  "GPU 0: OK", "DCGM_FR_OK",
+                                  # every link of a PCIe card without its bridge reads inactive: no fault (not read)
+                                  "GPU 0: NVIDIA RTX A6000 (UUID: GPU-1)\n\t Link 0: <inactive>\n\t Link 1: <inactive>"])
+def test_a_tool_reporting_health_is_no_hardware_fault(text):
+    assert [d.family for d in explain_text(text).diagnoses if d.family == "xid_or_hardware"] == []
