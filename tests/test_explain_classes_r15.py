@@ -239,3 +239,31 @@ def test_hardware_faults_in_the_words_of_the_tools_that_find_them(text, sid, tit
                                   "GPU 0: NVIDIA RTX A6000 (UUID: GPU-1)\n\t Link 0: <inactive>\n\t Link 1: <inactive>"])
 def test_a_tool_reporting_health_is_no_hardware_fault(text):
     assert [d.family for d in explain_text(text).diagnoses if d.family == "xid_or_hardware"] == []
+
+
+def test_an_ngc_container_older_than_the_gpu_is_an_unsupported_architecture_named_by_the_gpu():
+    d = _first("WARNING: Detected NVIDIA NVIDIA GeForce RTX 3090 GPU, which is not yet supported in this version of the "
+               "container")
+    assert (d.id, d.family) == ("ngc_container_gpu_not_yet_supported", "arch_unsupported")
+    assert d.title == "This container release predates the NVIDIA GeForce RTX 3090: it has no kernels for that GPU yet"
+
+
+def test_an_ngc_container_finding_no_gpu_was_started_without_one():
+    d = _first("ERROR: No supported GPU(s) detected to run this container")
+    assert (d.id, d.family) == ("ngc_container_no_gpu", "no_device_in_container")
+
+
+@pytest.mark.parametrize("text", [
+    "AssertionError: Invalid CUDA '--device 0' requested, use '--device cpu' or pass valid CUDA device(s)",
+    "ValueError: Invalid CUDA 'device=0' requested. Use 'device=cpu' or pass valid CUDA device(s) if available",
+    "RuntimeError: Cannot access accelerator device when none is available.",
+])
+def test_a_framework_refusing_a_cuda_device_it_cannot_see_reads_as_cuda_not_available(text):
+    assert _first(text).id == "torch_cuda_not_available"
+
+
+@pytest.mark.parametrize("text", ["RuntimeError: GPU is required to quantize or run quantize model.",
+                                  "RuntimeError: No GPU found. A GPU is needed for quantization."])
+def test_a_quantizer_requiring_a_gpu_is_the_programs_own_gpu_check(text):
+    d = _first(text)
+    assert (d.id, d.family) == ("program_needs_cuda_gpu", "no_nvidia_gpu")
