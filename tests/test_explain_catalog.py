@@ -126,7 +126,7 @@ def test_catalog_is_loaded_once():
 def test_clue_rules_name_declared_flags_families_recipes_and_a_real_source():
     rules = CAT.data["clue_families"]
     known = set(recipes.all_recipes())
-    assert len(rules) == 5
+    assert len(rules) == 6
     for rule in rules:
         assert set(rule["requires"]) | set(rule.get("excludes", ())) <= set(CAT.flags), rule
         assert rule["source"].startswith("https://github.com/") and rule["explanation"], rule

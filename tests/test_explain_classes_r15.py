@@ -267,3 +267,29 @@ def test_a_framework_refusing_a_cuda_device_it_cannot_see_reads_as_cuda_not_avai
 def test_a_quantizer_requiring_a_gpu_is_the_programs_own_gpu_check(text):
     d = _first(text)
     assert (d.id, d.family) == ("program_needs_cuda_gpu", "no_nvidia_gpu")
+
+
+@pytest.mark.parametrize("text", [
+    # round10 xid_or_hardware-ethminer-620, round12 xid_or_hardware-excavator-160 (before round 15: suspend/resume)
+    "CUDA error in func 'dev::eth::cudaminer::search' at line 489 : unspecified launch failure",
+    "CUDA error 'unspecified launch failure' in func 'cuda_daggerhashimoto::run'",
+])
+def test_a_kernel_launch_failing_in_a_miner_is_the_card_under_its_overclock(text):
+    d = _first(text)
+    assert d.family == "xid_or_hardware"
+    assert "overclock" in " ".join(d.explanation)
+
+
+def test_the_same_launch_failure_outside_a_miner_still_reads_suspend_resume_first():
+    assert _first("RuntimeError: CUDA error: unspecified launch failure").family == "suspend_resume_uvm"
+
+
+@pytest.mark.parametrize("text, mining", [("MinerU: RuntimeError: CUDA error: unspecified launch failure", False),
+                                          ("Minerva: unspecified launch failure", False),
+                                          ("TREX: Can't find nonce with device [ID=4, GPU: #4]", True)])
+def test_the_mining_clue_names_miners_not_tools_whose_names_start_alike(text, mining):
+    from gpudoctor.explain import catalog
+    from gpudoctor.explain.context import Context, read_text
+    ctx = Context()
+    read_text(ctx, text, catalog.load())
+    assert ("mining" in ctx.flags) == mining
