@@ -293,3 +293,15 @@ def test_the_mining_clue_names_miners_not_tools_whose_names_start_alike(text, mi
     ctx = Context()
     read_text(ctx, text, catalog.load())
     assert ("mining" in ctx.flags) == mining
+
+
+def test_a_compiled_module_windows_cannot_load_is_an_extension_built_for_another_stack():
+    # round8 extension_build_mismatch-tiny-cuda-nn-314 (before round 15: cuDNN, from the words 'DLL load failed')
+    d = _first("ImportError: DLL load failed while importing exllamav2_ext: The specified module could not be found.")
+    assert (d.id, d.family) == ("windows_extension_dll_load_failed", "extension_build_mismatch")
+    assert d.title == ("Windows could not load the compiled module exllamav2_ext: a DLL it needs is missing or of "
+                       "another version")
+    # TensorFlow's own module is read as TensorFlow's libraries, from its words
+    tf = _first("ImportError: DLL load failed while importing _pywrap_tensorflow_internal: A dynamic link library "
+                "(DLL) initialization routine failed.")
+    assert tf.family == "tf_no_gpu_libs"
