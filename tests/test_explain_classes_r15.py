@@ -305,3 +305,18 @@ def test_a_compiled_module_windows_cannot_load_is_an_extension_built_for_another
     tf = _first("ImportError: DLL load failed while importing _pywrap_tensorflow_internal: A dynamic link library "
                 "(DLL) initialization routine failed.")
     assert tf.family == "tf_no_gpu_libs"
+
+
+@pytest.mark.parametrize("text, title", [
+    ("CUDA binary kernel for this graphics card compute capability (8.6) not found.",
+     "The program has no GPU kernels for compute capability 8.6: it was built before this GPU"),
+    ("CUDA device supported only with compute capability 3.0 or up, found 2.1.",
+     "The program needs compute capability 3.0 or newer; this GPU has 2.1"),
+    ("Your GPU is not supported. Minimum compute capability required is 3.5",
+     "The program needs compute capability 3.5 or newer, and this GPU is older"),
+])
+def test_a_programs_own_compute_capability_check_is_named_with_its_numbers(text, title):
+    # before round 15 the vocabulary named the family from 'compute capability' alone, with no numbers
+    d = _first(text)
+    assert (d.id, d.family) == ("program_compute_capability_check", "arch_unsupported")
+    assert d.title == title
