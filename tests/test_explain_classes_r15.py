@@ -320,3 +320,25 @@ def test_a_programs_own_compute_capability_check_is_named_with_its_numbers(text,
     d = _first(text)
     assert (d.id, d.family) == ("program_compute_capability_check", "arch_unsupported")
     assert d.title == title
+
+
+@pytest.mark.parametrize("text", [
+    "nothing provides __cuda needed by pytorch-2.1.0-py3.10_cuda12.1_cudnn8.9.2_0",
+    "Could not solve for environment specs\nThe following package could not be installed\n└─ pytorch-cuda 12.1**  is not "
+    "installable because it requires\n   └─ __cuda, which is missing on the system.",
+])
+def test_conda_finding_no_cuda_driver_is_a_machine_without_one_first(text):
+    d = _first(text)
+    assert (d.id, d.family) == ("conda_virtual_cuda_missing", "no_nvidia_gpu")
+    assert "CONDA_OVERRIDE_CUDA" in " ".join(d.explanation)
+
+
+def test_conda_finding_no_cuda_driver_where_the_text_names_an_nvidia_gpu_is_the_driver():
+    d = _first("GPU: NVIDIA GeForce RTX 3090\nnothing provides __cuda needed by pytorch-2.1.0-py3.10_cuda12.1_cudnn8.9.2_0")
+    assert (d.id, d.family) == ("conda_virtual_cuda_missing", "driver_not_loaded")
+
+
+def test_the_driver_said_not_to_appear_loaded_is_the_module_not_loaded():
+    # before round 15 the vocabulary read 'driver' alone as a driver too old
+    d = _first("The NVIDIA driver does not appear to be loaded")
+    assert (d.id, d.family) == ("other_tool_module_not_loaded", "driver_not_loaded")
