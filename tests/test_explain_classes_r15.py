@@ -342,3 +342,17 @@ def test_the_driver_said_not_to_appear_loaded_is_the_module_not_loaded():
     # before round 15 the vocabulary read 'driver' alone as a driver too old
     d = _first("The NVIDIA driver does not appear to be loaded")
     assert (d.id, d.family) == ("other_tool_module_not_loaded", "driver_not_loaded")
+
+
+def test_nvrtc_without_its_builtins_is_a_mixed_or_incomplete_cuda():
+    d = _first("RuntimeError: nvrtc: error: failed to open nvrtc-builtins64_118.dll.\n  Make sure that "
+               "nvrtc-builtins64_118.dll is installed correctly.")
+    assert (d.id, d.family) == ("nvrtc_builtins_missing", "extension_build_mismatch")
+    assert "nvrtc-builtins64_118.dll" in d.title
+
+
+def test_a_process_group_not_initialised_is_no_cuda_initialisation_failure():
+    from gpudoctor.explain.words import features
+    assert "cuda_init" not in features("AssertionError: Default process group is not initialized")
+    assert "cuda_init" in features("CUDA_ERROR_NOT_INITIALIZED: initialization error")
+    assert explain_text("AssertionError: Default process group is not initialized").diagnoses == []
