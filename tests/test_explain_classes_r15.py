@@ -356,3 +356,23 @@ def test_a_process_group_not_initialised_is_no_cuda_initialisation_failure():
     assert "cuda_init" not in features("AssertionError: Default process group is not initialized")
     assert "cuda_init" in features("CUDA_ERROR_NOT_INITIALIZED: initialization error")
     assert explain_text("AssertionError: Default process group is not initialized").diagnoses == []
+
+
+@pytest.mark.parametrize("text, word", [
+    ("paddle.fluid.core.is_compiled_with_cuda() False", "cpu_build"),
+    ("cv2.cuda.getCudaEnabledDeviceCount() returns 0", "cpu_build"),
+    ("Torch CUDA: False", "is_available_false"),
+    ("ValueError: GPU is not accessible. Was the library installed correctly?", "is_available_false"),
+    ("xgboost.core.XGBoostError: Check failed: common::AllVisibleGPUs() >= 1 (0 vs. 1) : No visible GPU is found for "
+     "XGBoost.", "no_gpu_found"),
+])
+def test_other_libraries_saying_they_have_no_cuda_are_read_as_such(text, word):
+    from gpudoctor.explain.words import features
+    assert word in features(text)
+    assert explain_text(text).diagnoses
+
+
+def test_cupy_not_correctly_installed_is_a_wheel_for_another_cuda():
+    d = _first("ImportError: CuPy is not correctly installed. If you are using wheel distribution (cupy-cudaXX), make "
+               "sure that the version of CuPy you installed matches with the version of CUDA on your host.")
+    assert (d.id, d.family) == ("cupy_not_correctly_installed", "extension_build_mismatch")
