@@ -376,3 +376,12 @@ def test_cupy_not_correctly_installed_is_a_wheel_for_another_cuda():
     d = _first("ImportError: CuPy is not correctly installed. If you are using wheel distribution (cupy-cudaXX), make "
                "sure that the version of CuPy you installed matches with the version of CUDA on your host.")
     assert (d.id, d.family) == ("cupy_not_correctly_installed", "extension_build_mismatch")
+
+
+def test_the_device_plugin_finding_no_strategy_did_not_get_the_nvidia_runtime():
+    text = ("E1115 10:00:00.000000       1 factory.go:112] Incompatible strategy detected auto\n"
+            "E1115 10:00:00.000000       1 factory.go:113] If this is a GPU node, did you configure the NVIDIA Container "
+            "Toolkit?")
+    d = _first(text)
+    assert (d.id, d.family) == ("k8s_device_plugin_incompatible_strategy", "no_device_in_container")
+    assert _first(text, flags=["wsl"]).family == "wsl_specific"
