@@ -126,7 +126,6 @@ def test_the_driver_refusing_a_gpu_in_its_own_words_names_the_release(text, titl
 @pytest.mark.parametrize("text", [
     "lightning_fabric.utilities.exceptions.MisconfigurationException: `CUDAAccelerator` can not run on your system "
     "since the accelerator is not available.",
-    "MisconfigurationException: No supported gpu backend found!",
 ])
 def test_lightnings_accelerator_checks_read_as_cuda_not_available(text):
     assert _first(text).id == "torch_cuda_not_available"
@@ -256,7 +255,6 @@ def test_an_ngc_container_finding_no_gpu_was_started_without_one():
 @pytest.mark.parametrize("text", [
     "AssertionError: Invalid CUDA '--device 0' requested, use '--device cpu' or pass valid CUDA device(s)",
     "ValueError: Invalid CUDA 'device=0' requested. Use 'device=cpu' or pass valid CUDA device(s) if available",
-    "RuntimeError: Cannot access accelerator device when none is available.",
 ])
 def test_a_framework_refusing_a_cuda_device_it_cannot_see_reads_as_cuda_not_available(text):
     assert _first(text).id == "torch_cuda_not_available"
