@@ -438,3 +438,17 @@ def test_healthy_lines_naming_a_gpu_requirement_or_a_build_setting_are_not_claim
     assert explain_text("A GPU is required to train this model efficiently; found GPU 0: NVIDIA A100").diagnoses == []
     assert "program_compute_capability_check" not in [
         d.id for d in explain_text("INFO: minimum compute capability of 5.2 will be used for the build").diagnoses]
+
+
+def test_xformers_kernel_too_new_for_the_gpu_is_named_as_such():
+    d = _first("`fa3F@0.0.0` is not supported because:\n    requires device with capability <= (9, 0) but your GPU has "
+               "capability (12, 0) (too new)")
+    assert (d.id, d.family) == ("kernel_requires_capability", "arch_unsupported")
+    assert d.title == "A kernel supports compute capability up to (9, 0); this GPU has (12, 0) and is too new for it"
+
+
+def test_xformers_with_its_input_on_the_cpu_is_not_a_wheel_for_another_torch():
+    text = ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+            "     query       : shape=(1, 4096, 8, 40) (torch.float32)\n"
+            "`cutlassF` is not supported because:\n    device=cpu (supported: {'cuda'})")
+    assert "xformers_no_operator" not in [d.id for d in explain_text(text).diagnoses]
