@@ -255,16 +255,26 @@ def test_sigterm_during_a_replay_removes_the_unpack_folder(tmp_path):
     import sys
     import time
 
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    big = _write(tmp_path, folder_bundle(SCENARIO, extra=[("snapshot/files/etc/big.conf", os.urandom(40_000_000))]))
-    proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", "--snapshot", str(big)],
-                            env=dict(os.environ, TMPDIR=str(scratch)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while not os.listdir(scratch) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=30)
+    # The replay must still be running when the signal is sent: a replay that finished first (CI saw exit 0 once,
+    # the whole check done between the folder appearing and the signal) tests nothing, so it is tried again with
+    # a bundle four times the size (four members of 40 MB: one member may hold 64 MiB).
+    for attempt, members in enumerate((1, 4)):
+        scratch = tmp_path / f"scratch{attempt}"
+        scratch.mkdir()
+        extra = [(f"snapshot/files/etc/big{i}.conf", os.urandom(40_000_000)) for i in range(members)]
+        big = _write(tmp_path, folder_bundle(SCENARIO, extra=extra), name=f"b{attempt}.tar.gz")
+        proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", "check", "--snapshot", str(big)],
+                                env=dict(os.environ, TMPDIR=str(scratch)), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not os.listdir(scratch) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        if proc.returncode != 0:
+            break
+    else:
+        raise AssertionError("the replay ended before SIGTERM could be sent, twice")
     # The first entry may be Python's temp-dir probe file (tempfile.gettempdir writes and unlinks one): it is
     # made with signals held back (staging.temp_dir), so a SIGTERM then must not leave it either (CI once
     # found it left).
