@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 from gpudoctor.explain.pipeline import explain_text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_module(name: str):
+    """``bench/<name>.py`` loaded as a module (bench/ is not a package): the measuring scripts the tests check."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def first_diagnosis(text, flags=()):

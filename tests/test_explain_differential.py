@@ -3,7 +3,6 @@ machine's own diagnosis deciding between them (--snapshot/--here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.context import Context
 from gpudoctor.facts import Facts
 from gpudoctor.snapshot_folder import load
+from tests.explain_support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 SMI = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -24,13 +24,6 @@ DIFFERENTIAL = [s for s in CAT.signatures if s.differential]
 
 def facts(scenario: str) -> Facts:
     return Facts(load(ROOT / "fixtures" / "scenarios" / scenario / "snapshot"))
-
-
-def _priors_module():
-    spec = importlib.util.spec_from_file_location("explain_priors", ROOT / "bench" / "explain_priors.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command_for_each():
@@ -115,7 +108,7 @@ def test_json_shows_the_differential_and_the_machine(tmp_path):
 
 def test_the_stored_priors_are_the_counts_of_the_real_cases():
     """The counts in the signature files are what bench/explain_priors.py counts now (rerun it with --write)."""
-    priors = _priors_module()
+    priors = bench_module("explain_priors")
     counts = priors.count()
     for path in sorted(priors.FOLDER.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -4,7 +4,6 @@ a second reading. The texts are real ones from the tuning sets (the case id is n
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from gpudoctor.explain.pipeline import explain_text
 from gpudoctor.explain.render import to_dict
 from gpudoctor.knowledge import vocabulary
 from tests.schema_support import assert_valid
+from tests.explain_support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,10 +178,7 @@ def test_the_vocabulary_names_known_families_and_every_family_can_be_told_apart(
 
 
 def test_the_stored_counts_are_the_tuning_sets_counts():
-    spec = importlib.util.spec_from_file_location("explain_vocabulary", ROOT / "bench" / "explain_vocabulary.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert bench.main([]) == 0
+    assert bench_module("explain_vocabulary").main([]) == 0
     assert set(vocabulary.counts()) <= {t.id for t in vocabulary.terms()} | {"code:" + c.key for c in
                                                                              vocabulary.codes()}
 

@@ -4,21 +4,12 @@ name and issue number, so that an owner renamed on GitHub (THUDM -> zai-org) is 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 from gpudoctor.explain import catalog
+from tests.explain_support import bench_module
 
-ROOT = Path(__file__).resolve().parent.parent
 _GITHUB = re.compile(r"https?://github\.com/[^/]+/([^/]+)/(?:issues|pull|discussions)/(\d+)")
-
-
-def _accuracy():
-    spec = importlib.util.spec_from_file_location("explain_accuracy", ROOT / "bench" / "explain_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def thread(url: str) -> str:
@@ -34,7 +25,7 @@ def test_thread_keys_ignore_the_owner_and_the_fragment():
 
 
 def test_no_signature_was_written_from_a_frozen_or_held_out_thread():
-    acc = _accuracy()
+    acc = bench_module("explain_accuracy")
     measured = {thread(c["source"]) for name in ("frozen", acc.HELD_OUT[1]) for c in acc.cases_of(name)
                 if c["source"]}
     assert len(measured) > 300
