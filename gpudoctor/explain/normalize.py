@@ -39,9 +39,16 @@ _DLLS = (
 )
 # CJK scripts (Han, kana, Hangul) touching a Latin letter or digit, either way round.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_LATIN = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+
+
+def _cjk_latin(gap: str) -> "re.Pattern[str]":
+    """``gap`` (a regex) where CJK text meets a Latin letter or digit, either way round."""
+    return re.compile(f"(?<=[{_CJK}]){gap}(?=[A-Za-z0-9])|(?<=[A-Za-z0-9]){gap}(?=[{_CJK}])")
+
+
+_CJK_LATIN = _cjk_latin("")
 # ... and the one space normalize puts there, for quoting a word as it was written.
-_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) (?=[{_CJK}])")
+_CJK_GAP = _cjk_latin(" ")
 # Full-width ASCII forms (U+FF01..U+FF5E) and the ideographic space, as typed with a CJK input method.
 _FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _FULLWIDTH[0x3000] = 0x20
