@@ -330,3 +330,14 @@ def test_without_a_located_word_the_fallback_points_at_the_first_non_blank_line_
     # counts that know none of the words: the declared families alone, and no threads behind them
     r = fallback.read([("a", "torch.cuda.is_available() returns False")], counts={})
     assert r.differential.to_dict()["cases"] == 0 and r.family == "torch_cpu_build"
+
+
+def test_a_family_without_a_framework_read_first_does_not_stop_the_framework_factor():
+    # the first word names only a family of no framework (hardware), the second TensorFlow's families: TensorFlow's
+    # factor still applies to them (the loop over families skips a family without a framework, it does not stop)
+    from gpudoctor.explain import fallback
+    counts = {"hardware_stress": {"xid_or_hardware": 3}, "tensorflow": {"tf_no_gpu_libs": 3}}
+    ranked = dict(fallback.rank(["hardware_stress", "tensorflow"], counts))
+    expected = fallback.OWN_FRAMEWORK * fallback.contributions("tensorflow", counts)["tf_no_gpu_libs"]
+    assert ranked["tf_no_gpu_libs"] == pytest.approx(expected)
+    assert ranked["xid_or_hardware"] == pytest.approx(fallback.contributions("hardware_stress", counts)["xid_or_hardware"])
