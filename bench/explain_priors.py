@@ -11,8 +11,9 @@ from round 3 on), round3 (frozen-test-3, whole from round 5 on), round4 (frozen-
 round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-6, whole from round 8 on),
 round7 (frozen-test-7, whole from round 9 on), round8 (frozen-test-8, whole from round 10 on), round9
 (frozen-test-9, whole from round 11 on), round10 (frozen-test-10, whole from round 12 on), round11 (frozen-test-11, whole from
-round 13 on), round12 (frozen-test-12, whole from round 14 on), round13 (frozen-test-13, whole from round 15 on)
-and round14-a (the tunable half of frozen-test-14; round 15 holds round14-b out) -
+round 13 on), round12 (frozen-test-12, whole from round 14 on), round13 (frozen-test-13, whole from round 15 on),
+round14 (frozen-test-14, whole from round 16 on) and round15-a (the tunable half of frozen-test-15; round 16 holds
+round15-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.

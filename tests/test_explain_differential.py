@@ -40,7 +40,8 @@ def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command
     assert commands["driver_not_loaded"] == "uname -r && dkms status"
     assert commands["wsl_specific"] == "grep -i microsoft /proc/version"
     assert commands["no_device_in_container"] == "ls -l /dev/nvidia*"
-    assert d[0].differential.of == sum(c.prior for c in cands) and cands[0].prior > cands[1].prior > 0
+    # of: every real case the message matched; round 16 counts one (arch_unsupported) whose cause is no candidate
+    assert 0 <= d[0].differential.of - sum(c.prior for c in cands) <= 1 and cands[0].prior > cands[1].prior > 0
 
 
 @pytest.mark.parametrize("clue,family", [
@@ -122,9 +123,9 @@ def test_without_clues_the_most_frequent_cause_comes_first(sig):
     diff = differential.build(sig, set(), scores, Context())
     placeless = [c for c in diff.candidates if not c.tell_apart.only_in]
     if sig.id == "cuinit_no_device":
-        # CUDA_VISIBLE_DEVICES is proposed for this message only when the text sets the variable, and round 15
-        # counts its 10 threads with the 2 whose text did: without the clue the readings are tied (driver 8,
-        # CUDA_VISIBLE_DEVICES 8, no GPU 9), so the driver's reading may stay first.
+        # CUDA_VISIBLE_DEVICES is proposed for this message only when the text sets the variable, and the priors
+        # count its threads with those whose text did (round 16: 12, 2 of them with the variable written in the text,
+        # against 12 for no GPU and 9 for the driver): without the clue it does not lead.
         placeless = [c for c in placeless if c.family != "cuda_visible_devices"]
     # One thread more is no evidence (rounds 10 to 12 kept error 804's driver-too-old reading first at 8 threads
     # against 9 for cuda-compat: the same situation, labelled either way by different collectors). A lead of two
