@@ -39,7 +39,7 @@ CASES = [
      "suspend_resume_uvm"),
     ("RuntimeError: CUDA error: Error 802: system not yet initialized", "fabric_manager_missing"),
     # no device at all: the module not loaded was the most frequent placeless cause in the real threads (round 2)
-    ("Detected 0 CUDA devices: No CUDA devices found, falling back", "driver_not_loaded"),
+    ("Detected 0 CUDA devices: No CUDA devices found, falling back", "no_nvidia_gpu"),   # cuInit finding no device: no GPU leads since round 16 (12 threads to 9)
     # ... unless the text sets CUDA_VISIBLE_DEVICES (round 5: -1 or an index that does not exist hides every GPU)
     ("CUDA_VISIBLE_DEVICES=-1\nDetected 0 CUDA devices: No CUDA devices found, falling back", "cuda_visible_devices"),
     # driver-state lines from other tools

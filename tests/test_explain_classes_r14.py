@@ -319,7 +319,7 @@ def test_tensorflows_cudart_stub_answering_is_tensorflows_missing_cuda_runtime()
 
 @pytest.mark.parametrize("text, sig, family", [
     # round10 cuda_visible_devices-paddle-17857 (before round 14: no answer): the message with a word missing
-    ("no CUDA-capable is detected", "cuinit_no_device", "driver_not_loaded"),
+    ("no CUDA-capable is detected", "cuinit_no_device", "no_nvidia_gpu"),     # round 16: no GPU leads, 12 to 9
     # round11 torch_cpu_build-sd-webui-faceswaplab-124 (before: no answer): ONNX Runtime's own warning
     ("Installing both `onnxruntime` and `onnxruntime-gpu` leads to undefined behavior as the CUDAExecutionProvider "
      "might not be available despite the GPU runtime package being installed.", "onnxruntime_cpu_package",
