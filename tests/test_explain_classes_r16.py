@@ -1,0 +1,210 @@
+"""Round 16's classes: tools' own messages read from round15-a's misses and a blind expert's readings of round15.
+
+Each test names the real case (set and id) or the tool's documented message it stands for, and checks the
+family, the signature and that the title is a sentence with the text's own words; near misses check that a
+pattern does not claim what it should not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudoctor.explain.pipeline import explain_text
+
+
+def _first(text, flags=()):
+    d = explain_text(text, flags=flags).diagnoses
+    assert d, "no diagnosis"
+    return d[0]
+
+
+@pytest.mark.parametrize("text,operator", [
+    # round15-a extension_build_mismatch-scene-graph-benchmark-60 (before round 16: no answer)
+    ("Couldn't load custom C++ ops. This can happen if your PyTorch and torchvision versions are incompatible, or if "
+     "you had errors while compiling torchvision from source.", None),
+    # round4 extension_build_mismatch-sdnext-3531 (before round 16: the vocabulary's word)
+    ("RuntimeError: operator torchvision::nms does not exist", "torchvision::nms"),
+    ("RuntimeError: operator torchvision::roi_align does not exist", "torchvision::roi_align"),
+])
+def test_torchvisions_missing_operators_are_a_torch_torchvision_mismatch(text, operator):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("torchvision_custom_ops", "extension_build_mismatch", "torchvision_mismatch")
+    if operator:
+        assert d.title.endswith(f"({operator} is missing)")
+    assert any("--index-url" in c for c in d.fix.commands)
+
+
+@pytest.mark.parametrize("text,tool", [
+    # round15-a tf_no_gpu_libs-sagemaker-distribution-539 (before round 16: no answer)
+    ("W tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc:521] Can't find libdevice directory "
+     "${CUDA_DIR}/nvvm/libdevice. This may result in compilation or runtime failures", "libdevice"),
+    # JAX's form of the same (before round 16: read as Numba's toolkit, whose title named Numba)
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: libdevice not found at ./libdevice.10.bc", "libdevice"),
+    # round15-a tf_no_gpu_libs-pangeo-docker-images-450 (before round 16: the vocabulary's extension reading)
+    ("W tensorflow/compiler/xla/stream_executor/gpu/asm_compiler.cc:85] Couldn't get ptxas version string: "
+     "INTERNAL: Couldn't invoke ptxas --version", "ptxas"),
+    ("W external/xla/xla/stream_executor/gpu/redzone_allocator.cc:318] INTERNAL: Failed to launch ptxas", "ptxas"),
+])
+def test_xla_without_the_cuda_compiler_components(text, tool):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("xla_libdevice_missing", "tf_no_gpu_libs", "xla_libdevice_missing")
+    assert d.title.startswith(f"XLA cannot find CUDA's {tool}:")
+    assert any("xla_gpu_cuda_data_dir" in c for c in d.fix.commands)
+
+
+def test_numbas_own_missing_libdevice_stays_numbas():
+    d = _first("numba.cuda.cudadrv.error.NvvmSupportError: libNVVM cannot be found. Do `conda install cudatoolkit`")
+    assert d.id == "numba_cuda_toolkit_missing"
+
+
+def test_optix_refusing_the_programs_abi_is_a_driver_too_old():
+    # round15-a driver_too_old-envgs-4 (before round 16: no answer)
+    d = _first("/root/code/EnvGS/submodule/diff-surfel-tracing/optix_tracer/optix_wrapper.cpp:175 Optix Error: "
+               "'Unsupported ABI version'")
+    assert (d.id, d.family, d.recipe) == ("optix_unsupported_abi", "driver_too_old", "optix_driver_too_old")
+    assert _first("OPTIX_ERROR_UNSUPPORTED_ABI_VERSION").id == "optix_unsupported_abi"
+    # an ABI complaint of another library is no OptiX driver
+    assert all(x.id != "optix_unsupported_abi" for x in explain_text("pickle: Unsupported ABI version 5").diagnoses)
+
+
+def test_colmap_without_cuda_is_its_cpu_build_with_the_step_named():
+    # round15-a torch_cpu_build-colmap-1905 (before round 16: no answer)
+    d = _first("Dense stereo reconstruction requires CUDA, which is not available on your system")
+    assert (d.id, d.family, d.recipe) == ("colmap_built_without_cuda", "torch_cpu_build", "framework_cpu_build")
+    assert d.title == ("COLMAP's Dense stereo reconstruction needs a COLMAP built with CUDA: the installed COLMAP is a "
+                       "CPU-only build")
+    assert [x.family for x in explain_text("Dense stereo reconstruction requires CUDA, which is not available on "
+                                           "your system").diagnoses][:2] == ["torch_cpu_build", "no_nvidia_gpu"]
+
+
+def test_dgl_refusing_a_cuda_operator_is_its_cpu_build():
+    # round15-a torch_cpu_build-rosettafold-6 (before round 16: no answer)
+    d = _first("dgl._ffi.base.DGLError: [15:39:21] /opt/dgl/src/array/array.cc:34: Operator Range does not support "
+               "cuda device.")
+    assert (d.id, d.family) == ("library_built_without_cuda", "torch_cpu_build")
+
+
+@pytest.mark.parametrize("text,library", [
+    # round15-a extension_build_mismatch-torch-linear-assignment-2 (before round 16: no answer)
+    ("../../x86_64-conda-linux-gnu/bin/ld: cannot find -lcudart: No such file or directory", "cudart"),
+    ("/usr/bin/ld: cannot find -lcuda", "cuda"),
+    ("/usr/bin/ld: cannot find -lnvidia-ml", "nvidia-ml"),
+])
+def test_the_linker_missing_a_cuda_library(text, library):
+    d = _first(text)
+    assert (d.id, d.family) == ("linker_cannot_find_cuda_library", "extension_build_mismatch")
+    assert d.title == f"The linker cannot find lib{library}: the CUDA library directory is not on the link path"
+
+
+def test_the_linker_missing_another_library_is_not_cudas():
+    assert all(x.id != "linker_cannot_find_cuda_library"
+               for x in explain_text("/usr/bin/ld: cannot find -lcurl").diagnoses)
+
+
+def test_cublas_failing_to_create_its_handle_is_memory_first_then_a_build_too_old():
+    # round15-a arch_unsupported-nex-code-42 (before round 16: no answer); hanzhanggit/StackGAN-v2#40
+    d = explain_text("RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"
+                     ).diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("cublas_create_failed", "oom"),
+                                                ("cublas_create_failed", "arch_unsupported")]
+    assert d[0].title == ("cuBLAS could not create its handle (CUBLAS_STATUS_INTERNAL_ERROR): usually no GPU memory "
+                          "left for it")
+    # ALLOC_FAILED says memory in its own name: the out-of-memory reading leads, the build too old stays a reading
+    d = explain_text("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+                     ).diagnoses
+    assert d[0].family == "oom" and ("cublas_create_failed", "arch_unsupported") in [(x.id, x.family) for x in d]
+
+
+def test_tensorflow_failing_to_create_a_cublas_handle_is_its_memory_growth():
+    # tensorflow/tensorflow#37257's line with TensorFlow named: TensorFlow took the memory first
+    d = _first("2020-03-03 20:36:53.881317: E tensorflow/stream_executor/cuda/cuda_blas.cc:238] failed to create "
+               "cublas handle: CUBLAS_STATUS_INTERNAL_ERROR")
+    assert (d.id, d.family) == ("cublas_create_failed", "tf_memory_growth")
+    assert d.title == ("TensorFlow could not create a cuBLAS handle (CUBLAS_STATUS_INTERNAL_ERROR): it had already "
+                       "reserved the GPU's memory")
+
+
+LIGHTNING = ("pytorch_lightning.utilities.exceptions.MisconfigurationException:\n"
+             "                You requested GPUs: [0]\n                But your machine only has: {available}")
+
+
+def test_lightning_seeing_no_gpu_at_all_is_a_cpu_only_pytorch():
+    # round15-a torch_cpu_build-smartguitaramp-12 (before round 16: CUDA_VISIBLE_DEVICES)
+    d = explain_text(LIGHTNING.format(available="[]")).diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("lightning_sees_no_gpu", "torch_cpu_build"),
+                                                ("lightning_requested_gpus_missing", "cuda_visible_devices")]
+    assert d[0].title.startswith("PyTorch Lightning was asked for GPU(s) [0] and this PyTorch sees none")
+
+
+def test_lightning_seeing_other_gpus_stays_the_device_selection():
+    # round9 cuda_visible_devices-nemo-1564's shape: GPU 1 asked for, only 0 there
+    d = _first(LIGHTNING.format(available="[0]").replace("[0]\n", "[1]\n", 1))
+    assert (d.id, d.family) == ("lightning_requested_gpus_missing", "cuda_visible_devices")
+
+
+def test_nvrtc_older_than_the_gpu_is_the_gpu_unsupported_and_nvcc_stays_the_toolkit():
+    # round15-a arch_unsupported-fah-web-client-bastet-47 (before round 16: nvcc's toolkit reading)
+    d = _first("09:03:24:I1:WU3:Error compiling program: nvrtc: error: invalid value for --gpu-architecture (-arch)")
+    assert (d.id, d.family) == ("nvrtc_unsupported_gpu_arch", "arch_unsupported")
+    assert _first("nvcc fatal   : Value 'sm_90' is not defined for option 'gpu-architecture'").id == \
+        "nvcc_unsupported_gpu_arch"
+
+
+def test_a_miners_dag_not_fitting_is_memory():
+    # round15-a oom-trex-861 (before round 16: no answer)
+    d = _first("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold "
+               "the DAG for epoch 270. Required: 3.11 GB, free: 3.10 GB.")
+    assert (d.id, d.family) == ("miner_dag_memory", "oom")
+    assert _first("GPU1: not enough GPU memory for DAG").id == "miner_dag_memory"
+    # a DAG of another kind of program is no miner's memory
+    assert all(x.id != "miner_dag_memory" for x in explain_text("Airflow: DAG import error, see the log").diagnoses)
+
+
+def test_a_miners_watchdog_is_the_gpu_itself():
+    # round15-a xid_or_hardware-trex-225 (before round 16: no answer)
+    d = _first("WARN: WATCHDOG: T-Rex has a problem with GPU, terminating...")
+    assert (d.id, d.family) == ("miner_watchdog_gpu", "xid_or_hardware")
+
+
+def test_theanos_cnmem_pool_failing_is_memory():
+    # round15-a oom-neural-enhance-19 (before round 16: a CPU-only build, from "Not using GPU")
+    d = _first("ERROR (theano.sandbox.cuda): ERROR: Not using GPU. Initialisation of device gpu failed:\n"
+               "initCnmem: cnmemInit call failed! Reason=CNMEM_STATUS_OUT_OF_MEMORY. numdev=1")
+    assert (d.id, d.family) == ("theano_cnmem_out_of_memory", "oom")
+
+
+@pytest.mark.parametrize("text,library", [
+    # round15-a no_device_in_container-milvus-1094 and milvus-helm-169 (before round 16: driver/library mismatch)
+    ("../bin/milvus_server: error while loading shared libraries: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file "
+     "too short", "libnvidia-ml.so.1"),
+    ("python: error while loading shared libraries: libcuda.so.1: file too short", "libcuda.so.1"),
+])
+def test_an_empty_driver_library_in_a_container_is_the_runtime_missing(text, library):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("driver_library_placeholder_in_image", "no_device_in_container",
+                                          "container_driver_files_in_image")
+    assert d.title.startswith(f"{library} in the container is an empty placeholder")
+
+
+def test_hip_without_code_for_the_amd_gpu_is_its_architecture():
+    # round15-a arch_unsupported-rocm-legacy-2061 (before round 16: no NVIDIA GPU)
+    d = explain_text("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!").diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("rocm_no_binary_for_gpu", "arch_unsupported"),
+                                                ("rocm_no_binary_for_gpu", "no_nvidia_gpu")]
+    assert d[0].recipe == "rocm_gfx_unsupported"
+    assert any("HSA_OVERRIDE_GFX_VERSION" in c for c in d[0].fix.commands)
+
+
+TF_NO_DEVICE = ("2020-01-19 11:16:48.866550: E tensorflow/stream_executor/cuda/cuda_driver.cc:318] failed call to "
+                "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected")
+
+
+def test_tensorflows_cuinit_finding_no_device_is_cuda_visible_devices_first():
+    # round15-a cuda_visible_devices-mobilenet-ssd-keras-10 and fpn-faster-rcnn-3, tune fpn-tensorflow-146:
+    # TensorFlow scripts that set CUDA_VISIBLE_DEVICES themselves (3 of the 6 TensorFlow threads with this line)
+    d = explain_text(TF_NO_DEVICE).diagnoses
+    assert (d[0].id, d[0].family) == ("cuinit_no_device", "cuda_visible_devices")
+    assert d[0].title.startswith("TensorFlow's CUDA finds no GPU")
+    # in a container, the container comes first; without TensorFlow, no GPU at all
+    assert _first(TF_NO_DEVICE, ["container"]).family == "no_device_in_container"
+    assert _first("CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected").family == "no_nvidia_gpu"
