@@ -1,0 +1,123 @@
+"""How far the text alone decides: a blind expert's readings of a set beside gpudoctor's, aggregates only.
+
+    python bench/explain_ceiling.py round15      # ratings of round15-frozen.jsonl: ratings/round15-frozen-blind.jsonl
+    python bench/explain_ceiling.py frozen       # ratings/frozen-test-16-blind.jsonl (aggregates only)
+
+A rater who knows GPU set-ups well (a model run as a sub-agent, with no search, no tool code and no thread)
+read each case as explain does: its error text and the --context flags its environment gives (container, wsl,
+windows), never the thread, the fix or the label, and ranked up to three families. Their first family is
+scored by the rule of bench/explain_accuracy.py (right when it is one of the case's categories; on a negative,
+right when it says not_env_problem). Where the rater is right and explain is not, the text held what was
+needed and explain did not read it; where both are wrong, the text most likely did not decide (the label came
+from the thread). The figure bounds what any reader of the text alone reaches on that set, and so the issue's
+90% goal: a figure explain cannot pass without reading the thread.
+
+Only aggregate numbers are printed, so that a frozen set can be rated without being read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.explain_accuracy import FROZEN, HALVES, HELD_OUT, NOT_ENV, SETS, cases_of, outcome  # noqa: E402
+
+RATINGS = ROOT / "fixtures" / "errors-real" / "ratings"
+
+
+def ratings(path: Path) -> Dict[str, List[str]]:
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            out[row["id"]] = list(row["ranked"])
+    return out
+
+
+def right(families: List[str], first) -> bool:
+    """The accuracy rule: an environment case's first family is one of its categories; a negative's is none."""
+    if families[0] == NOT_ENV:
+        return first is None or first == NOT_ENV
+    return first in families
+
+
+def compare(cases: List[dict], rated: Dict[str, List[str]]) -> Dict[str, Dict[str, int]]:
+    """Per group (environment cases, negatives, and each family): counts of rater/explain right and wrong."""
+    tally: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for case in cases:
+        ranked = rated.get(case["id"])
+        if ranked is None:
+            raise SystemExit(f"no rating for {case['id']}")
+        got = outcome(case)["got"]
+        expert = right(case["families"], ranked[0] if ranked else None)
+        tool = right(case["families"], got[0] if got else None)
+        expert3 = any(right(case["families"], f) for f in ranked[:3]) if case["families"][0] != NOT_ENV else expert
+        group = "negatives" if case["families"][0] == NOT_ENV else "environment"
+        for key in (group, case["families"][0]):
+            t = tally[key]
+            t["n"] += 1
+            t["expert"] += expert
+            t["expert_top3"] += expert3
+            t["explain"] += tool
+            t["both"] += expert and tool
+            t["expert_only"] += expert and not tool
+            t["explain_only"] += tool and not expert
+    return tally
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k:>3}/{n:<3} {100 * k / n:5.1f}%" if n else "-"
+
+
+def report(name: str, tally) -> str:
+    head = (f"{'group':<28} {'n':>4}  {'expert top-1':<13} {'expert top-3':<13} {'explain top-1':<13} "
+            f"{'both':>5} {'expert only':>11} {'explain only':>12} {'neither':>8}")
+    out = [f"== {name}", head, "-" * len(head)]
+    order = ["environment", "negatives"] + sorted(k for k in tally if k not in ("environment", "negatives"))
+    for key in order:
+        t = tally[key]
+        n = t["n"]
+        neither = n - t["both"] - t["expert_only"] - t["explain_only"]
+        out.append(f"{key:<28} {n:>4}  {_pct(t['expert'], n)} {_pct(t['expert_top3'], n)} {_pct(t['explain'], n)} "
+                   f"{t['both']:>5} {t['expert_only']:>11} {t['explain_only']:>12} {neither:>8}")
+        if key == "negatives" and len(order) > 2:
+            out.append("-" * len(head))
+    env, neg = tally["environment"], tally["negatives"]
+    n = env["n"] + neg["n"]
+    out.append("-" * len(head))
+    out.append(f"{'ALL':<28} {n:>4}  {_pct(env['expert'] + neg['expert'], n)} {'':<13} "
+               f"{_pct(env['explain'] + neg['explain'], n)}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("set", choices=sorted({*SETS, *HALVES}))
+    ap.add_argument("--ratings", type=Path, help="a ratings file (default: ratings/<the set's file name>-blind.jsonl)")
+    ap.add_argument("--families", action="store_true", help="print the per-family rows too (refused on the frozen set "
+                    "and the held-out half while their round lasts)")
+    args = ap.parse_args(argv)
+    if args.families and (args.set in FROZEN or args.set in HELD_OUT):
+        ap.error(f"{args.set} is held out this round: aggregates only")
+    whole = HALVES[args.set][0] if args.set in HALVES else args.set
+    path = args.ratings or RATINGS / f"{SETS[whole].stem}-blind.jsonl"
+    if not path.is_file():
+        ap.error(f"no ratings at {path}")
+    tally = compare(cases_of(args.set), ratings(path))
+    if not args.families:
+        tally = {k: v for k, v in tally.items() if k in ("environment", "negatives")}
+        tally = defaultdict(lambda: defaultdict(int), tally)
+    print(report(f"{args.set}: blind expert vs explain ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})",
+                 tally))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

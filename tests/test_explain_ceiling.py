@@ -1,0 +1,62 @@
+"""bench/explain_ceiling.py: a blind expert's readings beside explain's, scored by the accuracy rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.explain_support import bench_module
+
+ceiling = bench_module("explain_ceiling")
+accuracy = bench_module("explain_accuracy")
+
+
+def test_the_rule_is_the_accuracy_rule():
+    assert ceiling.right(["oom"], "oom") and ceiling.right(["oom", "tf_memory_growth"], "tf_memory_growth")
+    assert not ceiling.right(["oom"], "arch_unsupported") and not ceiling.right(["oom"], None)
+    # a negative is right when nothing (or not_env_problem) is said, wrong on any environment family
+    assert ceiling.right(["not_env_problem"], None) and ceiling.right(["not_env_problem"], "not_env_problem")
+    assert not ceiling.right(["not_env_problem"], "oom")
+
+
+def _case(cid, text, families):
+    return {"id": cid, "source": "", "text": text, "families": families, "environment": {}}
+
+
+def test_compare_counts_each_side_and_both():
+    cases = [
+        _case("a", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB", ["oom"]),
+        _case("b", "AssertionError: Torch not compiled with CUDA enabled", ["torch_cpu_build"]),
+        _case("c", "hello world, nothing is wrong", ["no_nvidia_gpu"]),
+        _case("d", "RuntimeError: shape '[2, 3]' is invalid for input of size 5", ["not_env_problem"]),
+    ]
+    rated = {"a": ["oom"], "b": ["no_nvidia_gpu", "torch_cpu_build"], "c": ["no_nvidia_gpu"], "d": ["oom"]}
+    t = ceiling.compare(cases, rated)
+    env, neg = t["environment"], t["negatives"]
+    assert (env["n"], env["expert"], env["explain"], env["both"], env["expert_only"], env["explain_only"]) == \
+        (3, 2, 2, 1, 1, 1)
+    assert env["expert_top3"] == 3                       # b's second reading is its family
+    assert (neg["n"], neg["expert"], neg["explain"], neg["explain_only"]) == (1, 0, 1, 1)
+    assert t["oom"]["both"] == 1 and t["torch_cpu_build"]["explain_only"] == 1
+    with pytest.raises(SystemExit):
+        ceiling.compare(cases, {"a": ["oom"]})           # a case without a rating is an error, not a skip
+
+
+@pytest.mark.parametrize("path", sorted(ceiling.RATINGS.glob("*-blind.jsonl")), ids=lambda p: p.name)
+def test_each_stored_rating_file_rates_exactly_its_set_with_known_families(path):
+    stem = path.name[: -len("-blind.jsonl")]
+    name = next(n for n, p in accuracy.SETS.items() if p.stem == stem)
+    ids = {c["id"] for c in accuracy.cases_of(name)}
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert {r["id"] for r in rows} == ids and len(rows) == len(ids)
+    known = set(json.loads((accuracy.ROOT / "gpudoctor" / "knowledge" / "signatures" / "_catalog.json")
+                           .read_text(encoding="utf-8"))["families"]) | {"not_env_problem"}
+    assert all(1 <= len(r["ranked"]) <= 3 and set(r["ranked"]) <= known for r in rows)
+
+
+@pytest.mark.parametrize("name", ["frozen", accuracy.HELD_OUT[0], accuracy.HELD_OUT[1]])
+def test_per_family_rows_are_refused_where_a_set_is_held_out(name, capsys):
+    with pytest.raises(SystemExit) as e:
+        ceiling.main([name, "--families"])
+    assert e.value.code == 2 and "aggregates only" in capsys.readouterr().err
