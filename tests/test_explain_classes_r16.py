@@ -208,3 +208,83 @@ def test_tensorflows_cuinit_finding_no_device_is_cuda_visible_devices_first():
     # in a container, the container comes first; without TensorFlow, no GPU at all
     assert _first(TF_NO_DEVICE, ["container"]).family == "no_device_in_container"
     assert _first("CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected").family == "no_nvidia_gpu"
+
+
+# Round 16's third part: the tools' messages a blind expert read right in rounds 12 to 14 where explain did not
+# (bench/explain_ceiling.py's "expert only" cases of those tunable sets)
+@pytest.mark.parametrize("text,sig,family", [
+    # round13 extension_build_mismatch-bitsandbytes-231 (before: no answer; the check was case-sensitive)
+    ("CUDA setup failed despite GPU being available", "bitsandbytes_no_cuda_binary", "extension_build_mismatch"),
+    # round14 oom-sockeye-897: MXNet's CHECK of cublasCreate
+    ("Check failed: err == CUBLAS_STATUS_SUCCESS (1 vs. 0) : Create cublas handle failed", "cublas_create_failed",
+     "oom"),
+    # round14 arch_unsupported-koboldcpp-1362
+    ("ggml-cuda\\mmv.cu:51: ERROR: CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 520. "
+     "ggml-cuda.cu was compiled for: __CUDA_ARCH_LIST__", "ggml_no_device_code_for_arch", "arch_unsupported"),
+    # round14 arch_unsupported-cuml-5484 and cudf-5776 (the second with the thread's own typo)
+    ("RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50.", "rapids_gpu_too_old",
+     "arch_unsupported"),
+    ("UserWarning: you will need a GPU with NVIIDA Pascal or newer architecture", "rapids_gpu_too_old",
+     "arch_unsupported"),
+    # round14 extension_build_mismatch-fbpic-371
+    ("RuntimeError: Failed to auto-detect CUDA root directory. Please specify `CUDA_PATH` environment variable if you "
+     "are using CUDA v9.0, v9.1 or versions not yet supported by CuPy.", "cupy_cuda_root_not_found",
+     "extension_build_mismatch"),
+    # round14 torch_cpu_build-ollama-8349
+    ('ollama[16241]: time=2025-01-14T16:41:34.306Z level=INFO source=routes.go:1339 msg="Dynamic LLM libraries" '
+     'runners=[cpu]', "ollama_cpu_runners_only", "torch_cpu_build"),
+    # round14 arch_unsupported-llamafactory-3717: vLLM's bfloat16 refusal, its advice line alone
+    ("You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half",
+     "vllm_bf16_use_float16", "arch_unsupported"),
+    # round14 extension_build_mismatch-cuda-api-wrappers-509 (labelled both; the GPU newer than NVRTC first)
+    ("Failed invoking compiler for CUDA C++ program at 0x07fae240a1c80: NVRTC_ERROR_INVALID_OPTION",
+     "nvrtc_unsupported_gpu_arch", "arch_unsupported"),
+    # round14 driver_too_old-numba-3794: the driver's JIT linker older than the PTX
+    ("LinkerError: [218] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR\nptxas application ptx input, line 9; "
+     "fatal   : Unsupported .version 6.3; current version is '6.1'", "ptx_newer_than_driver_jit", "driver_too_old"),
+    # round14 extension_build_mismatch-theano-6010
+    ("NVRTC compile log:: \nnvrtc: error: failed to load builtins", "nvrtc_builtins_missing",
+     "extension_build_mismatch"),
+    # round14 extension_build_mismatch-mmrotate-395's message on one line (the thread's paste breaks 'cuda')
+    ("RuntimeError: nms_impl: implementation for device cuda:0 not found.", "mmcv_op_no_cuda_implementation",
+     "extension_build_mismatch"),
+    # round12 xid_or_hardware-openmm-2026: memtestG80 on a card without ECC
+    ("Test iteration 50 (GPU 0, 128 MiB): 45528 errors so far", "gpu_memtest_errors", "xid_or_hardware"),
+    # round14 nccl_errors-gardener-aws-1832
+    ("Error 4126: Unresponsive receiver (reachable by EFA device but handshake failed)", "efa_handshake_failed",
+     "nccl_errors"),
+    # round14 cudnn_mismatch_or_missing-comfyui-instantid-27
+    ("onnxruntime::python::CreateExecutionProviderInstance CUDA_PATH is set but CUDA wasnt able to be loaded. Please "
+     "install the correct version of CUDA andcuDNN as mentioned in the GPU requirements page",
+     "onnxruntime_cuda_path_not_loaded", "cudnn_mismatch_or_missing"),
+])
+def test_tools_own_messages_from_the_expert_only_cases(text, sig, family):
+    d = _first(text)
+    assert (d.id, d.family) == (sig, family)
+    assert "{" not in d.title
+
+
+def test_titles_carry_the_numbers_of_these_messages():
+    assert _first("CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 610").title == \
+        "This build's CUDA kernels have no code for this GPU (CUDA arch 610): it was compiled for other architectures"
+    assert _first("ptxas application ptx input, line 9; fatal   : Unsupported .version 7.4; current version is '7.0'"
+                  ).title.startswith("The driver's PTX compiler reads PTX up to 7.0, and this program's is 7.4")
+    assert _first("RuntimeError: roi_align_impl: implementation for device cuda:0 not found.").title.startswith(
+        "mmcv's roi_align has no CUDA implementation")
+    # a memory test without errors is a healthy card
+    assert not explain_text("Test iteration 50 (GPU 0, 128 MiB): 0 errors so far").diagnoses
+
+
+@pytest.mark.parametrize("text,flags,sig,family", [
+    # round13 cuda_visible_devices-paddleocr-15497: an index beyond the GPUs it sees
+    ("Device id must be less than GPU count, but received id is: 3. GPU count is: 1", (),
+     "paddle_device_id_beyond_count", "cuda_visible_devices"),
+    # round14 no_device_in_container-paddledetection-1399: no GPU seen at all, in a container
+    ("Device id must be less than GPU count, but received id is: 0. GPU count is: 0", ("container",),
+     "paddle_sees_no_gpu", "no_device_in_container"),
+    ("Device id must be less than GPU count, but received id is: 0. GPU count is: 0", (),
+     "paddle_sees_no_gpu", "no_nvidia_gpu"),
+])
+def test_paddles_device_count_check_reads_the_count(text, flags, sig, family):
+    d = _first(text, flags)
+    assert (d.id, d.family) == (sig, family)
