@@ -46,9 +46,12 @@ def test_torchvisions_missing_operators_are_a_torch_torchvision_mismatch(text, o
     ("W external/xla/xla/stream_executor/gpu/redzone_allocator.cc:318] INTERNAL: Failed to launch ptxas", "ptxas"),
 ])
 def test_xla_without_the_cuda_compiler_components(text, tool):
+    # TensorFlow's XLA: its GPU libraries' family; JAX's (round4 extension_build_mismatch-colabfold-384): the toolkit's
+    family = "tf_no_gpu_libs" if "tensorflow" in text else "extension_build_mismatch"
     d = _first(text)
-    assert (d.id, d.family, d.recipe) == ("xla_libdevice_missing", "tf_no_gpu_libs", "xla_libdevice_missing")
-    assert d.title.startswith(f"XLA cannot find CUDA's {tool}:")
+    assert (d.id, d.family, d.recipe) == ("xla_libdevice_missing", family, "xla_libdevice_missing")
+    assert d.title.startswith(f"{'TensorFlow' + chr(39) + 's XLA' if 'tensorflow' in text else 'XLA'} cannot find CUDA's "
+                              f"{tool}:")
     assert any("xla_gpu_cuda_data_dir" in c for c in d.fix.commands)
 
 
@@ -288,3 +291,21 @@ def test_titles_carry_the_numbers_of_these_messages():
 def test_paddles_device_count_check_reads_the_count(text, flags, sig, family):
     d = _first(text, flags)
     assert (d.id, d.family) == (sig, family)
+
+
+@pytest.mark.parametrize("text", [
+    # round11 cuda_visible_devices-ethminer-286 and bonito-120 (before round 16: a hardware reading, a container)
+    "Sometimes gpu index doesn't correspond with nvidia-smi, so need the pci bus id to fix it.",
+    "bonito --device and nvidia-smi device number not matching",
+])
+def test_gpu_numbers_not_matching_nvidia_smi_in_plain_words_is_the_device_order(text):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("device_order_differs_from_smi_words", "cuda_visible_devices",
+                                          "cuda_device_order")
+    # without a recorded machine the fix speaks of mixed models in general, never a placeholder
+    assert "<" not in d.fix.summary and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in " ".join(d.fix.commands)
+
+
+def test_nvidia_smi_numbers_that_match_say_nothing_of_the_order():
+    assert all(x.id != "device_order_differs_from_smi_words"
+               for x in explain_text("nvidia-smi device numbers match the ones torch prints").diagnoses)
