@@ -50,11 +50,12 @@ def right(families: List[str], first) -> bool:
 
 def compare(cases: List[dict], rated: Dict[str, List[str]]) -> Dict[str, Dict[str, int]]:
     """Per group (environment cases, negatives, and each family): counts of rater/explain right and wrong."""
+    missing = sum(case["id"] not in rated for case in cases)
+    if missing:          # how many, never which: a case's id names its family and its thread
+        raise SystemExit(f"{missing} of {len(cases)} cases have no rating")
     tally: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for case in cases:
-        ranked = rated.get(case["id"])
-        if ranked is None:
-            raise SystemExit(f"no rating for {case['id']}")
+        ranked = rated[case["id"]]
         got = outcome(case)["got"]
         expert = right(case["families"], ranked[0] if ranked else None)
         tool = right(case["families"], got[0] if got else None)
@@ -104,8 +105,11 @@ def main(argv=None) -> int:
     ap.add_argument("--families", action="store_true", help="print the per-family rows too (refused on the frozen set "
                     "and the held-out half while their round lasts)")
     args = ap.parse_args(argv)
-    if args.families and (args.set in FROZEN or args.set in HELD_OUT):
+    held = args.set in FROZEN or args.set in HELD_OUT
+    if args.families and held:
         ap.error(f"{args.set} is held out this round: aggregates only")
+    if args.ratings and held:      # made-up ratings would read its labels out of the aggregates
+        ap.error(f"{args.set} is held out this round: only its stored ratings are scored")
     whole = HALVES[args.set][0] if args.set in HALVES else args.set
     path = args.ratings or RATINGS / f"{SETS[whole].stem}-blind.jsonl"
     if not path.is_file():

@@ -39,8 +39,16 @@ def test_compare_counts_each_side_and_both():
     assert env["expert_top3"] == 3                       # b's second reading is its family
     assert (neg["n"], neg["expert"], neg["explain"], neg["explain_only"]) == (1, 0, 1, 1)
     assert t["oom"]["both"] == 1 and t["torch_cpu_build"]["explain_only"] == 1
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as e:
         ceiling.compare(cases, {"a": ["oom"]})           # a case without a rating is an error, not a skip
+    assert str(e.value) == "3 of 4 cases have no rating"   # how many, never which (an id names the label)
+
+
+def test_the_rule_agrees_with_the_accuracy_scripts_top1_on_real_cases():
+    # explain's own first family scored by right() is outcome()["top1"], on every case of a tunable set
+    for case in accuracy.cases_of("tune"):
+        res = accuracy.outcome(case)
+        assert ceiling.right(case["families"], res["got"][0] if res["got"] else None) == res["top1"], case["id"]
 
 
 @pytest.mark.parametrize("path", sorted(ceiling.RATINGS.glob("*-blind.jsonl")), ids=lambda p: p.name)
@@ -56,7 +64,12 @@ def test_each_stored_rating_file_rates_exactly_its_set_with_known_families(path)
 
 
 @pytest.mark.parametrize("name", ["frozen", accuracy.HELD_OUT[0], accuracy.HELD_OUT[1]])
-def test_per_family_rows_are_refused_where_a_set_is_held_out(name, capsys):
+def test_per_family_rows_and_other_ratings_are_refused_where_a_set_is_held_out(name, capsys, tmp_path):
     with pytest.raises(SystemExit) as e:
         ceiling.main([name, "--families"])
     assert e.value.code == 2 and "aggregates only" in capsys.readouterr().err
+    made_up = tmp_path / "all-oom.jsonl"
+    made_up.write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        ceiling.main([name, "--ratings", str(made_up)])
+    assert e.value.code == 2 and "only its stored ratings" in capsys.readouterr().err

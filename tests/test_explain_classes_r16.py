@@ -38,21 +38,34 @@ def test_torchvisions_missing_operators_are_a_torch_torchvision_mismatch(text, o
     # round15-a tf_no_gpu_libs-sagemaker-distribution-539 (before round 16: no answer)
     ("W tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc:521] Can't find libdevice directory "
      "${CUDA_DIR}/nvvm/libdevice. This may result in compilation or runtime failures", "libdevice"),
-    # JAX's form of the same (before round 16: read as Numba's toolkit, whose title named Numba)
-    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: libdevice not found at ./libdevice.10.bc", "libdevice"),
     # round15-a tf_no_gpu_libs-pangeo-docker-images-450 (before round 16: the vocabulary's extension reading)
     ("W tensorflow/compiler/xla/stream_executor/gpu/asm_compiler.cc:85] Couldn't get ptxas version string: "
      "INTERNAL: Couldn't invoke ptxas --version", "ptxas"),
+    # round4 extension_build_mismatch-colabfold-384: JAX's, no TensorFlow named
+    ("FAILED_PRECONDITION: Couldn't get ptxas version string: INTERNAL: Couldn't invoke ptxas --version", "ptxas"),
     ("W external/xla/xla/stream_executor/gpu/redzone_allocator.cc:318] INTERNAL: Failed to launch ptxas", "ptxas"),
 ])
-def test_xla_without_the_cuda_compiler_components(text, tool):
-    # TensorFlow's XLA: its GPU libraries' family; JAX's (round4 extension_build_mismatch-colabfold-384): the toolkit's
-    family = "tf_no_gpu_libs" if "tensorflow" in text else "extension_build_mismatch"
+def test_xlas_warnings_about_the_cuda_compiler_components(text, tool):
+    # TensorFlow's XLA: its GPU libraries' family; JAX's or XLA's alone: the toolkit's
+    tf = "tensorflow" in text
     d = _first(text)
-    assert (d.id, d.family, d.recipe) == ("xla_libdevice_missing", family, "xla_libdevice_missing")
-    assert d.title.startswith(f"{'TensorFlow' + chr(39) + 's XLA' if 'tensorflow' in text else 'XLA'} cannot find CUDA's "
-                              f"{tool}:")
+    assert (d.id, d.family, d.recipe) == ("xla_compiler_components_warning",
+                                          "tf_no_gpu_libs" if tf else "extension_build_mismatch", "xla_libdevice_missing")
+    assert d.title.startswith(f"{'TensorFlow' + chr(39) + 's XLA' if tf else 'XLA'} warns that it cannot find CUDA's {tool}")
     assert any("xla_gpu_cuda_data_dir" in c for c in d.fix.commands)
+
+
+def test_xlas_warnings_never_outrank_a_real_error_in_the_same_log():
+    d = explain_text("W external/xla/xla/stream_executor/gpu/redzone_allocator.cc:318] INTERNAL: Failed to launch ptxas\n"
+                     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB").diagnoses
+    assert d[0].family == "oom" and d[-1].id == "xla_compiler_components_warning"
+
+
+def test_xlas_missing_libdevice_error_is_the_toolkit_and_not_numbas():
+    # before round 16 read as Numba's toolkit, whose title named Numba
+    d = _first("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: libdevice not found at ./libdevice.10.bc")
+    assert (d.id, d.family) == ("xla_libdevice_missing", "extension_build_mismatch")
+    assert d.title.startswith("XLA cannot find CUDA's libdevice")
 
 
 def test_numbas_own_missing_libdevice_stays_numbas():
@@ -96,7 +109,8 @@ def test_dgl_refusing_a_cuda_operator_is_its_cpu_build():
 def test_the_linker_missing_a_cuda_library(text, library):
     d = _first(text)
     assert (d.id, d.family) == ("linker_cannot_find_cuda_library", "extension_build_mismatch")
-    assert d.title == f"The linker cannot find lib{library}: the CUDA library directory is not on the link path"
+    assert d.title == (f"The linker cannot find lib{library}: the CUDA library directory is not on the link path, or that "
+                       "library is not installed")
 
 
 def test_the_linker_missing_another_library_is_not_cudas():
@@ -149,6 +163,7 @@ def test_nvrtc_older_than_the_gpu_is_the_gpu_unsupported_and_nvcc_stays_the_tool
     # round15-a arch_unsupported-fah-web-client-bastet-47 (before round 16: nvcc's toolkit reading)
     d = _first("09:03:24:I1:WU3:Error compiling program: nvrtc: error: invalid value for --gpu-architecture (-arch)")
     assert (d.id, d.family) == ("nvrtc_unsupported_gpu_arch", "arch_unsupported")
+    assert d.title.startswith("NVRTC, the CUDA compiler this program runs, cannot compile for this GPU's architecture")
     assert _first("nvcc fatal   : Value 'sm_90' is not defined for option 'gpu-architecture'").id == \
         "nvcc_unsupported_gpu_arch"
 
@@ -159,8 +174,9 @@ def test_a_miners_dag_not_fitting_is_memory():
                "the DAG for epoch 270. Required: 3.11 GB, free: 3.10 GB.")
     assert (d.id, d.family) == ("miner_dag_memory", "oom")
     assert _first("GPU1: not enough GPU memory for DAG").id == "miner_dag_memory"
-    # a DAG of another kind of program is no miner's memory
-    assert all(x.id != "miner_dag_memory" for x in explain_text("Airflow: DAG import error, see the log").diagnoses)
+    # a miner saying the DAG fits is no memory problem
+    assert all(x.id != "miner_dag_memory" for x in explain_text(
+        "TREX: Device has enough free memory to hold the DAG for epoch 270. Required: 3.11 GB, free: 5.10 GB.").diagnoses)
 
 
 def test_a_miners_watchdog_is_the_gpu_itself():
@@ -241,7 +257,7 @@ def test_tensorflows_cuinit_finding_no_device_is_cuda_visible_devices_first():
      "vllm_bf16_use_float16", "arch_unsupported"),
     # round14 extension_build_mismatch-cuda-api-wrappers-509 (labelled both; the GPU newer than NVRTC first)
     ("Failed invoking compiler for CUDA C++ program at 0x07fae240a1c80: NVRTC_ERROR_INVALID_OPTION",
-     "nvrtc_unsupported_gpu_arch", "arch_unsupported"),
+     "nvrtc_invalid_option", "arch_unsupported"),
     # round14 driver_too_old-numba-3794: the driver's JIT linker older than the PTX
     ("LinkerError: [218] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR\nptxas application ptx input, line 9; "
      "fatal   : Unsupported .version 6.3; current version is '6.1'", "ptx_newer_than_driver_jit", "driver_too_old"),
@@ -268,8 +284,10 @@ def test_tools_own_messages_from_the_expert_only_cases(text, sig, family):
 
 
 def test_titles_carry_the_numbers_of_these_messages():
-    assert _first("CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 610").title == \
-        "This build's CUDA kernels have no code for this GPU (CUDA arch 610): it was compiled for other architectures"
+    assert _first("CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 610").title.startswith(
+        "ggml's CUDA kernel mul_mat_vec has no code for CUDA arch 610, the architecture its code was built for")
+    assert _first("ERROR: HIP kernel mul_mat_q has no device code compatible with HIP arch 1030").id == \
+        "ggml_no_device_code_for_arch"
     assert _first("ptxas application ptx input, line 9; fatal   : Unsupported .version 7.4; current version is '7.0'"
                   ).title.startswith("The driver's PTX compiler reads PTX up to 7.0, and this program's is 7.4")
     assert _first("RuntimeError: roi_align_impl: implementation for device cuda:0 not found.").title.startswith(
@@ -306,6 +324,41 @@ def test_gpu_numbers_not_matching_nvidia_smi_in_plain_words_is_the_device_order(
     assert "<" not in d.fix.summary and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in " ".join(d.fix.commands)
 
 
-def test_nvidia_smi_numbers_that_match_say_nothing_of_the_order():
-    assert all(x.id != "device_order_differs_from_smi_words"
-               for x in explain_text("nvidia-smi device numbers match the ones torch prints").diagnoses)
+@pytest.mark.parametrize("text", [
+    "nvidia-smi: the process ids do not match the ones inside the container",     # pids, not GPUs
+    "GPU ids don't match nvidia-smi because CUDA_VISIBLE_DEVICES=2,3 renumbers them",   # the variable's renumbering
+])
+def test_numbers_that_are_not_the_device_order_are_not_read_as_it(text):
+    assert all(x.id != "device_order_differs_from_smi_words" for x in explain_text(text).diagnoses)
+
+
+def test_near_misses_of_round_16s_review():
+    # RAPIDS on a GPU it supports (a T4, 7.5): a missing PTX of 75 is no GPU too old
+    assert all(x.id != "rapids_gpu_too_old" for x in explain_text(
+        "RuntimeError: This cuDF installation is missing the necessary PTX files that are <=75.").diagnoses)
+    # cuDF's own capitalisation and trademark sign
+    assert _first("UserWarning: You will need a GPU with NVIDIA Pascal\u2122 or newer architecture").title == \
+        "RAPIDS (cuDF, cuML) needs an NVIDIA Pascal or newer GPU: this one is older"
+    # a driver library cut short at link time on a host is no container
+    assert all(x.id != "driver_library_placeholder_in_image" for x in explain_text(
+        "/usr/bin/ld: /usr/lib/x86_64-linux-gnu/libcuda.so: file too short").diagnoses)
+    # another tool's "requires CUDA, which is not available" is not COLMAP's
+    assert all(x.id != "colmap_built_without_cuda" for x in explain_text(
+        "Error: Neural rendering requires CUDA, which is not available on your system").diagnoses)
+    # Ollama's CPU runners beside a real error: the error leads
+    d = explain_text('msg="Dynamic LLM libraries" runners=[cpu]\n'
+                     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB").diagnoses
+    assert d[0].family == "oom"
+    # MXNet's cublasCreate CHECK names its status code
+    assert "(cuBLAS status 3: 1 is NOT_INITIALIZED, 3 ALLOC_FAILED)" in _first(
+        "Check failed: err == CUBLAS_STATUS_SUCCESS (3 vs. 0) : Create cublas handle failed").title
+
+
+@pytest.mark.parametrize("text,library", [
+    ("ld.lld: error: unable to find library -lcudart", "cudart"),
+    ("ld: library not found for -lcudnn", "cudnn"),
+])
+def test_other_linkers_missing_a_cuda_library(text, library):
+    d = _first(text)
+    assert d.id == "linker_cannot_find_cuda_library"
+    assert d.title.startswith(f"The linker cannot find lib{library}:")

@@ -50,7 +50,7 @@ def test_ollamas_no_nvidia_devices_detected_is_cuda_finding_no_device():
     # the label of this thread was the driver; round 16's counts put no GPU at all first (12 threads to 9), and the
     # driver stays a ranked cause with its command
     assert (d.family, d.id) == ("no_nvidia_gpu", "cuinit_no_device")
-    assert d.title == "CUDA finds no GPU it can use (no CUDA-capable device): most often this machine has no NVIDIA GPU"
+    assert d.title == "CUDA finds no GPU it can use (no CUDA-capable device): commonly this machine has no NVIDIA GPU"
     assert "driver_not_loaded" in [c.family for c in d.differential.candidates[:2]]
     assert d.differential is not None and d.differential.signature == "cuinit_no_device"
 
@@ -213,7 +213,7 @@ OLLAMA = ('msg="Unable to load cudart library /usr/lib/x86_64-linux-gnu/libcudar
     (35, "driver_too_old", "cuda_insufficient_driver",
      "The driver is older than the CUDA runtime the program ships (error 35)"),
     # error 100 leads to no GPU at all since round 16's counts (12 threads to the driver's 9)
-    (100, "no_nvidia_gpu", "cuinit_no_device", "CUDA finds no GPU it can use (no CUDA-capable device): most often this machine has no NVIDIA GPU"),
+    (100, "no_nvidia_gpu", "cuinit_no_device", "CUDA finds no GPU it can use (no CUDA-capable device): commonly this machine has no NVIDIA GPU"),
     (999, "cuda_init_error_other", "cuda_unknown_error_999",
      "CUDA fails with 'unknown error' (999 or 30): it could not initialise the GPU"),
     (802, "fabric_manager_missing", "cuda_system_not_ready",
