@@ -362,3 +362,18 @@ def test_other_linkers_missing_a_cuda_library(text, library):
     d = _first(text)
     assert d.id == "linker_cannot_find_cuda_library"
     assert d.title.startswith(f"The linker cannot find lib{library}:")
+
+
+def test_lightgbms_recompile_advice_alone_is_its_cpu_build():
+    # round15-a torch_cpu_build-lightgbm-715 (before: an extension build, from "CMake")
+    d = _first("it asked to \"Recompile with CMake option -DUSE_GPU=1'\" while calling LightGBM in python 3.5")
+    assert (d.id, d.family) == ("lightgbm_cpu_build", "torch_cpu_build")
+    assert d.title == "This LightGBM was built without its GPU tree learner, so it cannot train on the GPU"
+
+
+def test_a_miner_finding_no_cuda_driver_or_gpu_is_no_nvidia_gpu_first():
+    # round15-a no_nvidia_gpu-lolminer-1252 (before: a driver too old, from the word 'driver')
+    d = explain_text("Setup Miner...\nOpenCL driver detected.\nNumber of OpenCL supported GPUs: 1\n"
+                     "No Cuda driver or GPUs detected.\nDevice 0:\n    Name:    Intel(R) UHD Graphics").diagnoses
+    assert [(x.id, x.family) for x in d[:2]] == [("miner_no_cuda_devices", "no_nvidia_gpu"),
+                                                ("miner_no_cuda_devices", "driver_not_loaded")]
