@@ -2,6 +2,8 @@
 
     python bench/explain_ceiling.py round15      # ratings of round15-frozen.jsonl: ratings/round15-frozen-blind.jsonl
     python bench/explain_ceiling.py frozen       # ratings/frozen-test-16-blind.jsonl (aggregates only)
+    python bench/explain_ceiling.py frozen --rater blind2          # a second rater's file, -blind2.jsonl
+    python bench/explain_ceiling.py frozen --agree blind blind2    # how often two raters agree, and are right
 
 A rater who knows GPU set-ups well (a model run as a sub-agent, with no search, no tool code and no thread)
 read each case as explain does: its error text and the --context flags its environment gives (container, wsl,
@@ -73,6 +75,27 @@ def compare(cases: List[dict], rated: Dict[str, List[str]]) -> Dict[str, Dict[st
     return tally
 
 
+def agreement(name: str, cases: List[dict], first: Dict[str, List[str]], second: Dict[str, List[str]],
+              names=("first", "second")) -> str:
+    """Two raters of one set: how often their first families agree, and how often each and both are right."""
+    n = agree = right_a = right_b = both = 0
+    for case in cases:
+        ra, rb = first.get(case["id"]), second.get(case["id"])
+        if ra is None or rb is None:
+            raise SystemExit(f"{name}: a case has no rating in one of the two files")
+        a = right(case["families"], ra[0] if ra else None)
+        b = right(case["families"], rb[0] if rb else None)
+        n += 1
+        agree += (ra[:1] == rb[:1])
+        right_a += a
+        right_b += b
+        both += a and b
+    return (f"== {name}: {names[0]} and {names[1]}, {n} cases\n"
+            f"first families agree   {_pct(agree, n)}\n"
+            f"{names[0]:<22} {_pct(right_a, n)}\n{names[1]:<22} {_pct(right_b, n)}\n"
+            f"both right             {_pct(both, n)}\neither right           {_pct(right_a + right_b - both, n)}")
+
+
 def _pct(k: int, n: int) -> str:
     return f"{k:>3}/{n:<3} {100 * k / n:5.1f}%" if n else "-"
 
@@ -102,6 +125,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("set", choices=sorted({*SETS, *HALVES}))
     ap.add_argument("--ratings", type=Path, help="a ratings file (default: ratings/<the set's file name>-blind.jsonl)")
+    ap.add_argument("--rater", default="blind", help="which stored ratings: ratings/<set file>-<rater>.jsonl")
+    ap.add_argument("--agree", nargs=2, metavar="RATER", help="two stored raters: how often their first families "
+                    "agree, and how often each and both are right (aggregates)")
     ap.add_argument("--families", action="store_true", help="print the per-family rows too (refused on the frozen set "
                     "and the held-out half while their round lasts)")
     args = ap.parse_args(argv)
@@ -111,7 +137,14 @@ def main(argv=None) -> int:
     if args.ratings and held:      # made-up ratings would read its labels out of the aggregates
         ap.error(f"{args.set} is held out this round: only its stored ratings are scored")
     whole = HALVES[args.set][0] if args.set in HALVES else args.set
-    path = args.ratings or RATINGS / f"{SETS[whole].stem}-blind.jsonl"
+    if args.agree:
+        a, b = (RATINGS / f"{SETS[whole].stem}-{r}.jsonl" for r in args.agree)
+        for path in (a, b):
+            if not path.is_file():
+                ap.error(f"no ratings at {path}")
+        print(agreement(args.set, cases_of(args.set), ratings(a), ratings(b), args.agree))
+        return 0
+    path = args.ratings or RATINGS / f"{SETS[whole].stem}-{args.rater}.jsonl"
     if not path.is_file():
         ap.error(f"no ratings at {path}")
     tally = compare(cases_of(args.set), ratings(path))

@@ -51,9 +51,9 @@ def test_the_rule_agrees_with_the_accuracy_scripts_top1_on_real_cases():
         assert ceiling.right(case["families"], res["got"][0] if res["got"] else None) == res["top1"], case["id"]
 
 
-@pytest.mark.parametrize("path", sorted(ceiling.RATINGS.glob("*-blind.jsonl")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(ceiling.RATINGS.glob("*-blind*.jsonl")), ids=lambda p: p.name)
 def test_each_stored_rating_file_rates_exactly_its_set_with_known_families(path):
-    stem = path.name[: -len("-blind.jsonl")]
+    stem = path.name.rsplit("-blind", 1)[0]
     name = next(n for n, p in accuracy.SETS.items() if p.stem == stem)
     ids = {c["id"] for c in accuracy.cases_of(name)}
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -73,3 +73,15 @@ def test_per_family_rows_and_other_ratings_are_refused_where_a_set_is_held_out(n
     with pytest.raises(SystemExit) as e:
         ceiling.main([name, "--ratings", str(made_up)])
     assert e.value.code == 2 and "only its stored ratings" in capsys.readouterr().err
+
+
+def test_agreement_counts_two_raters_on_the_same_cases():
+    cases = [_case("a", "x", ["oom"]), _case("b", "y", ["torch_cpu_build"]), _case("c", "z", ["not_env_problem"])]
+    first = {"a": ["oom"], "b": ["no_nvidia_gpu"], "c": ["not_env_problem"]}
+    second = {"a": ["oom"], "b": ["torch_cpu_build"], "c": ["oom"]}
+    out = ceiling.agreement("t", cases, first, second, ("r1", "r2")).splitlines()
+    assert out[1].split()[-2:] == ["1/3", "33.3%"]                  # only a's first families agree
+    assert out[2].split()[1:] == ["2/3", "66.7%"] and out[3].split()[1:] == ["2/3", "66.7%"]
+    assert out[4].split()[-2:] == ["1/3", "33.3%"] and out[5].split()[-2:] == ["3/3", "100.0%"]
+    with pytest.raises(SystemExit):
+        ceiling.agreement("t", cases, first, {"a": ["oom"]})
