@@ -4,6 +4,11 @@
     python bench/explain_ceiling.py frozen       # ratings/frozen-test-16-blind.jsonl (aggregates only)
     python bench/explain_ceiling.py frozen --rater blind2          # a second rater's file, -blind2.jsonl
     python bench/explain_ceiling.py frozen --agree blind blind2    # how often two raters agree, and are right
+    python bench/explain_ceiling.py frozen --prepare /work/rate --key /tmp/rate-key.jsonl --parts 2
+        # writes /work/rate/input<k>.jsonl (text and --context flags only) and brief<k>.md (bench/briefs/blind-rater.md
+        # with its paths) for k raters run as sub-agents, and the key (which case each line is) outside that folder
+    python bench/explain_ceiling.py frozen --assemble /work/rate --key /tmp/rate-key.jsonl --rater blind2
+        # reads /work/rate/out<k>.jsonl back into ratings/<set file>-blind2.jsonl
 
 A rater who knows GPU set-ups well (a model run as a sub-agent, with no search, no tool code and no thread)
 read each case as explain does: its error text and the --context flags its environment gives (container, wsl,
@@ -32,6 +37,60 @@ sys.path.insert(0, str(ROOT))
 from bench.explain_accuracy import FROZEN, HALVES, HELD_OUT, NOT_ENV, SETS, cases_of, outcome  # noqa: E402
 
 RATINGS = ROOT / "fixtures" / "errors-real" / "ratings"
+BRIEF = ROOT / "bench" / "briefs" / "blind-rater.md"
+
+
+def prepare(cases: List[dict], folder: Path, key: Path, parts: int, seed: int) -> None:
+    """The raters' inputs (error text and --context flags, never the label, the thread or the id) in ``parts``
+    files with a brief each, and the key that maps their line names back to cases, kept outside ``folder``."""
+    import random
+
+    from tests.test_explain_cases import context_flags
+
+    if key.resolve().parent == folder.resolve() or folder.resolve() in key.resolve().parents:
+        raise SystemExit("the key must not be in the raters' folder")
+    order = list(cases)
+    random.Random(seed).shuffle(order)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = -(-len(order) // parts)
+    keys = []
+    for k in range(parts):
+        chunk = order[k * size:(k + 1) * size]
+        lines = []
+        for i, case in enumerate(chunk):
+            name = f"{k + 1}-{i:03d}"
+            keys.append({"n": name, "id": case["id"]})
+            lines.append(json.dumps({"n": name, "context": sorted(context_flags(case["environment"])),
+                                     "error_text": case["text"]}, ensure_ascii=False))
+        (folder / f"input{k + 1}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        brief = BRIEF.read_text(encoding="utf-8").replace("{input}", str(folder / f"input{k + 1}.jsonl"))
+        (folder / f"brief{k + 1}.md").write_text(brief.replace("{output}", str(folder / f"out{k + 1}.jsonl")),
+                                                encoding="utf-8")
+    key.write_text("".join(json.dumps(r) + "\n" for r in keys), encoding="utf-8")
+
+
+def assemble(cases: List[dict], folder: Path, key: Path) -> List[dict]:
+    """The raters' outputs mapped back to case ids, one row per case, checked for coverage and known families."""
+    known = set(json.loads((ROOT / "gpudoctor" / "knowledge" / "signatures" / "_catalog.json")
+                           .read_text(encoding="utf-8"))["families"]) | {NOT_ENV}
+    names = {}
+    for line in key.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            names[row["n"]] = row["id"]
+    rows = {}
+    for out in sorted(folder.glob("out*.jsonl")):
+        for line in out.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            ranked = [f for f in row.get("ranked", []) if f in known][:3]
+            if row.get("n") in names and ranked:
+                rows[names[row["n"]]] = ranked
+    missing = sum(case["id"] not in rows for case in cases)
+    if missing:
+        raise SystemExit(f"{missing} of {len(cases)} cases have no usable rating")
+    return [{"id": cid, "ranked": rows[cid]} for cid in sorted(rows)]
 
 
 def ratings(path: Path) -> Dict[str, List[str]]:
@@ -128,6 +187,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rater", default="blind", help="which stored ratings: ratings/<set file>-<rater>.jsonl")
     ap.add_argument("--agree", nargs=2, metavar="RATER", help="two stored raters: how often their first families "
                     "agree, and how often each and both are right (aggregates)")
+    ap.add_argument("--prepare", type=Path, metavar="DIR", help="write the raters' inputs and briefs to DIR")
+    ap.add_argument("--assemble", type=Path, metavar="DIR", help="read DIR/out*.jsonl into a stored ratings file")
+    ap.add_argument("--key", type=Path, help="the key file of --prepare/--assemble (keep it out of DIR)")
+    ap.add_argument("--parts", type=int, default=2, help="how many raters share the set (--prepare)")
+    ap.add_argument("--seed", type=int, default=16, help="the order the cases are shuffled in (--prepare)")
     ap.add_argument("--families", action="store_true", help="print the per-family rows too (refused on the frozen set "
                     "and the held-out half while their round lasts)")
     args = ap.parse_args(argv)
@@ -137,6 +201,23 @@ def main(argv=None) -> int:
     if args.ratings and held:      # made-up ratings would read its labels out of the aggregates
         ap.error(f"{args.set} is held out this round: only its stored ratings are scored")
     whole = HALVES[args.set][0] if args.set in HALVES else args.set
+    if args.prepare or args.assemble:
+        if not args.key:
+            ap.error("--prepare and --assemble need --key")
+        if args.set in HALVES:
+            ap.error("rate a whole set; its halves are scored from the same file")
+        cases = cases_of(args.set)
+        if args.prepare:
+            prepare(cases, args.prepare, args.key, args.parts, args.seed)
+            print(f"{len(cases)} cases in {args.parts} part(s) under {args.prepare}; key in {args.key}")
+            return 0
+        out = RATINGS / f"{SETS[whole].stem}-{args.rater}.jsonl"
+        if held and out.exists():        # a held-out set's ratings are written once, by its raters
+            ap.error(f"{out.name} exists and {args.set} is held out: its ratings are not rewritten")
+        rows = assemble(cases, args.assemble, args.key)
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        print(f"wrote {out.relative_to(ROOT)}")
+        return 0
     if args.agree:
         a, b = (RATINGS / f"{SETS[whole].stem}-{r}.jsonl" for r in args.agree)
         for path in (a, b):

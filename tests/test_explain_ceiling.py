@@ -85,3 +85,36 @@ def test_agreement_counts_two_raters_on_the_same_cases():
     assert out[4].split()[-2:] == ["1/3", "33.3%"] and out[5].split()[-2:] == ["3/3", "100.0%"]
     with pytest.raises(SystemExit):
         ceiling.agreement("t", cases, first, {"a": ["oom"]})
+
+
+def test_prepare_gives_the_raters_text_and_flags_only_and_assemble_maps_them_back(tmp_path):
+    cases = [_case("oom-x-1", "CUDA out of memory", ["oom"]),
+             {**_case("no_device_in_container-y-2", "no CUDA-capable device", ["no_device_in_container"]),
+              "environment": {"summary": "Docker container"}},
+             _case("torch_cpu_build-z-3", "Torch not compiled with CUDA enabled", ["torch_cpu_build"])]
+    folder, key = tmp_path / "rate", tmp_path / "key.jsonl"
+    ceiling.prepare(cases, folder, key, 2, 7)
+    inputs = [json.loads(line) for k in (1, 2) for line in (folder / f"input{k}.jsonl").read_text().splitlines()]
+    assert len(inputs) == 3 and all(set(row) == {"n", "context", "error_text"} for row in inputs)
+    assert not any("oom" in json.dumps(row) for row in inputs if row["error_text"] != "CUDA out of memory")
+    assert ["container"] in [row["context"] for row in inputs]
+    brief = (folder / "brief1.md").read_text()
+    assert str(folder / "input1.jsonl") in brief and str(folder / "out1.jsonl") in brief and "{input}" not in brief
+    # the raters answer; an unknown family is dropped, a case without a usable answer is an error
+    names = {json.loads(line)["id"]: json.loads(line)["n"] for line in key.read_text().splitlines()}
+    answers = {"oom-x-1": ["oom", "made_up"], "no_device_in_container-y-2": ["made_up", "no_device_in_container"],
+               "torch_cpu_build-z-3": ["torch_cpu_build"]}
+    (folder / "out1.jsonl").write_text("".join(json.dumps({"n": names[c], "ranked": r}) + "\n"
+                                               for c, r in answers.items()))
+    rows = ceiling.assemble(cases, folder, key)
+    assert rows == [{"id": "no_device_in_container-y-2", "ranked": ["no_device_in_container"]},
+                    {"id": "oom-x-1", "ranked": ["oom"]}, {"id": "torch_cpu_build-z-3", "ranked": ["torch_cpu_build"]}]
+    (folder / "out1.jsonl").write_text(json.dumps({"n": names["oom-x-1"], "ranked": ["oom"]}) + "\n")
+    with pytest.raises(SystemExit) as e:
+        ceiling.assemble(cases, folder, key)
+    assert str(e.value) == "2 of 3 cases have no usable rating"
+
+
+def test_the_key_is_never_written_where_the_raters_read(tmp_path):
+    with pytest.raises(SystemExit):
+        ceiling.prepare([_case("a", "x", ["oom"])], tmp_path / "rate", tmp_path / "rate" / "key.jsonl", 1, 1)
