@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.explain_accuracy import FROZEN, HALVES, HELD_OUT, NOT_ENV, SETS, cases_of, outcome  # noqa: E402
+from bench.explain_accuracy import first_right as right  # noqa: E402  (the scoring rule lives in one place)
 
 RATINGS = ROOT / "fixtures" / "errors-real" / "ratings"
 BRIEF = ROOT / "bench" / "briefs" / "blind-rater.md"
@@ -71,8 +72,9 @@ def prepare(cases: List[dict], folder: Path, key: Path, parts: int, seed: int) -
 
 def assemble(cases: List[dict], folder: Path, key: Path) -> List[dict]:
     """The raters' outputs mapped back to case ids, one row per case, checked for coverage and known families."""
-    known = set(json.loads((ROOT / "gpudoctor" / "knowledge" / "signatures" / "_catalog.json")
-                           .read_text(encoding="utf-8"))["families"]) | {NOT_ENV}
+    from gpudoctor.explain.catalog import load
+
+    known = set(load().families) | {NOT_ENV}
     names = {}
     for line in key.read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -100,13 +102,6 @@ def ratings(path: Path) -> Dict[str, List[str]]:
             row = json.loads(line)
             out[row["id"]] = list(row["ranked"])
     return out
-
-
-def right(families: List[str], first) -> bool:
-    """The accuracy rule: an environment case's first family is one of its categories; a negative's is none."""
-    if families[0] == NOT_ENV:
-        return first is None or first == NOT_ENV
-    return first in families
 
 
 def compare(cases: List[dict], rated: Dict[str, List[str]]) -> Dict[str, Dict[str, int]]:

@@ -45,7 +45,9 @@ def test_compare_counts_each_side_and_both():
 
 
 def test_the_rule_agrees_with_the_accuracy_scripts_top1_on_real_cases():
-    # explain's own first family scored by right() is outcome()["top1"], on every case of a tunable set
+    # one rule: the ceiling scores with explain_accuracy's own, and on every case of a tunable set explain's first
+    # family scored by it is outcome()["top1"]
+    assert (ceiling.right.__module__, ceiling.right.__name__) == ("bench.explain_accuracy", "first_right")
     for case in accuracy.cases_of("tune"):
         res = accuracy.outcome(case)
         assert ceiling.right(case["families"], res["got"][0] if res["got"] else None) == res["top1"], case["id"]
@@ -58,8 +60,9 @@ def test_each_stored_rating_file_rates_exactly_its_set_with_known_families(path)
     ids = {c["id"] for c in accuracy.cases_of(name)}
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert {r["id"] for r in rows} == ids and len(rows) == len(ids)
-    known = set(json.loads((accuracy.ROOT / "gpudoctor" / "knowledge" / "signatures" / "_catalog.json")
-                           .read_text(encoding="utf-8"))["families"]) | {"not_env_problem"}
+    from gpudoctor.explain.catalog import load
+
+    known = set(load().families) | {"not_env_problem"}
     assert all(1 <= len(r["ranked"]) <= 3 and set(r["ranked"]) <= known for r in rows)
 
 

@@ -10,12 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.explain.pipeline import explain_text
-
-
-def _first(text, flags=()):
-    d = explain_text(text, flags=flags).diagnoses
-    assert d, "no diagnosis"
-    return d[0]
+from tests.explain_support import first_diagnosis as _first
 
 
 @pytest.mark.parametrize("text,operator", [
