@@ -85,8 +85,13 @@ def assemble(cases: List[dict], folder: Path, key: Path) -> List[dict]:
         for line in out.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
-            row = json.loads(line)
-            ranked = [f for f in row.get("ranked", []) if f in known][:3]
+            try:
+                row = json.loads(line)
+            except ValueError:             # a rater's broken line: that case counts as unrated
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("ranked"), list):
+                continue
+            ranked = [f for f in row["ranked"] if f in known][:3]
             if row.get("n") in names and ranked:
                 rows[names[row["n"]]] = ranked
     missing = sum(case["id"] not in rows for case in cases)
@@ -177,6 +182,13 @@ def report(name: str, tally) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    try:
+        return _main(ap, argv)
+    except (OSError, ValueError, KeyError, TypeError) as e:     # a missing or malformed ratings or key file
+        ap.exit(2, f"{ap.prog}: error: {type(e).__name__}: {e}\n")
+
+
+def _main(ap: argparse.ArgumentParser, argv) -> int:
     ap.add_argument("set", choices=sorted({*SETS, *HALVES}))
     ap.add_argument("--ratings", type=Path, help="a ratings file (default: ratings/<the set's file name>-blind.jsonl)")
     ap.add_argument("--rater", default="blind", help="which stored ratings: ratings/<set file>-<rater>.jsonl")

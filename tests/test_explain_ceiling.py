@@ -121,3 +121,25 @@ def test_prepare_gives_the_raters_text_and_flags_only_and_assemble_maps_them_bac
 def test_the_key_is_never_written_where_the_raters_read(tmp_path):
     with pytest.raises(SystemExit):
         ceiling.prepare([_case("a", "x", ["oom"])], tmp_path / "rate", tmp_path / "rate" / "key.jsonl", 1, 1)
+
+
+def test_bad_key_or_ratings_files_give_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        ceiling.main(["dev", "--assemble", str(tmp_path / "rate"), "--key", str(tmp_path / "missing.jsonl")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "missing.jsonl" in err
+    key = tmp_path / "key.jsonl"
+    key.write_text('{"n": "1-000"}\n')                     # a key row without its case id
+    with pytest.raises(SystemExit) as e:
+        ceiling.main(["dev", "--assemble", str(tmp_path), "--key", str(key)])
+    assert e.value.code == 2 and "KeyError" in capsys.readouterr().err
+
+
+def test_a_raters_broken_lines_count_as_unrated(tmp_path):
+    cases = [_case("oom-x-1", "CUDA out of memory", ["oom"]), _case("oom-x-2", "CUDA out of memory", ["oom"])]
+    key = tmp_path / "key.jsonl"
+    key.write_text('{"n": "1-000", "id": "oom-x-1"}\n{"n": "1-001", "id": "oom-x-2"}\n')
+    (tmp_path / "out1.jsonl").write_text('{"n": "1-000", "ranked": ["oom"]}\nnot json\n{"n": "1-001", "ranked": 3}\n')
+    with pytest.raises(SystemExit) as e:
+        ceiling.assemble(cases, tmp_path, key)
+    assert str(e.value) == "1 of 2 cases have no usable rating"
