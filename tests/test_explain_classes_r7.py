@@ -44,14 +44,15 @@ def test_no_other_gpu_or_an_nvidia_one_named_leaves_the_reading_of_the_message(t
 def test_error_803_is_a_differential_led_by_the_cuda_compat_libcuda_its_real_threads_had_most():
     # round3 cuda_compat_unsupported-llama-cpp-17542 (before round 7: driver/library mismatch alone); 6 of the 9
     # tunable threads with 803 were a cuda-compat libcuda, 3 a driver update waiting for a reboot (round 8's recount
-    # added round7-a's driver_library_mismatch-sceneworks-1966, round 9's one more cuda-compat thread from the sets it adds, round7-b and round8-a)
+    # added round7-a's driver_library_mismatch-sceneworks-1966, round 9's one more cuda-compat thread from the sets it adds, round7-b and round8-a;
+    # round 17's one more driver update waiting for a reboot, from round16-a)
     text = "ggml_cuda_init: failed to initialize CUDA: system has unsupported display driver / cuda driver combination"
     d = explain_text(text).diagnoses
     assert (d[0].id, d[0].family, d[0].recipe) == ("cuda_system_driver_mismatch", "cuda_compat_unsupported",
                                                    "cuda_compat_unsupported")
     assert d[0].title == "A cuda-compat libcuda on the library path does not fit this driver or GPU (error 803)"
     cands = d[0].differential.candidates
-    assert [(c.family, c.prior) for c in cands] == [("cuda_compat_unsupported", 6), ("driver_library_mismatch", 3)]
+    assert [(c.family, c.prior) for c in cands] == [("cuda_compat_unsupported", 6), ("driver_library_mismatch", 4)]
     assert cands[1].tell_apart.command == "cat /proc/driver/nvidia/version && nvidia-smi"
 
 

@@ -40,8 +40,9 @@ def test_the_smi_message_alone_ranks_the_causes_by_their_counts_with_the_command
     assert commands["driver_not_loaded"] == "uname -r && dkms status"
     assert commands["wsl_specific"] == "grep -i microsoft /proc/version"
     assert commands["no_device_in_container"] == "ls -l /dev/nvidia*"
-    # of: every real case the message matched; round 16 counts one (arch_unsupported) whose cause is no candidate
-    assert 0 <= d[0].differential.of - sum(c.prior for c in cands) <= 1 and cands[0].prior > cands[1].prior > 0
+    # of: every real case the message matched; rounds 16 and 17 each count one (arch_unsupported) whose cause is no
+    # candidate
+    assert 0 <= d[0].differential.of - sum(c.prior for c in cands) <= 2 and cands[0].prior > cands[1].prior > 0
 
 
 @pytest.mark.parametrize("clue,family", [
