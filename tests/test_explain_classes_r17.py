@@ -217,3 +217,31 @@ def test_the_vocabulary_reads_round_17s_words(text, word, family):
     d = _first(text)
     assert (d.id, d.family) == ("vocabulary", family)
     assert f"({word})" in d.title
+
+
+@pytest.mark.parametrize("text,title", [
+    # round12 tf_no_gpu_libs-tensorflow-5343 (before round 17: the rebuild first): TensorFlow 1.0-1.4's CUDA 8.0
+    ("ImportError: libcudart.so.8.0: cannot open shared object file: No such file or directory",
+     "libcudart.so.8.0 is missing: most often TensorFlow 1.0 to 1.4, built for exactly CUDA 8.0, which is not installed"),
+    # round12 tf_no_gpu_libs-tensorflow-4664: TensorFlow 0.x's CUDA 7.5
+    ("ImportError: libcudart.so.7.5: cannot open shared object file: No such file or directory",
+     "libcudart.so.7.5 is missing: most often TensorFlow 0.x, built for exactly CUDA 7.5, which is not installed"),
+])
+def test_older_cuda_runtimes_missing_at_import_name_the_tensorflow_built_for_them(text, title):
+    d = explain_text(text).diagnoses
+    assert (d[0].family, d[0].title) == ("tf_no_gpu_libs", title) and d[1].family == "extension_build_mismatch"
+
+
+def test_caffes_cudnn_bad_param_is_a_cudnn_version_mismatch_and_theanos_worksize_is_not_claimed():
+    # round3 cudnn-liteflownet3-6, round14 cudnn_mismatch_or_missing-caffertpose-9 (before round 17: no answer);
+    # round3 not_env-theano-3825 keeps no answer
+    d = _first("F0101 Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)  CUDNN_STATUS_BAD_PARAM")
+    assert (d.id, d.family) == ("caffe_cudnn_bad_param", "cudnn_mismatch_or_missing")
+    assert _ids("error getting worksize: CUDNN_STATUS_BAD_PARAM") == []
+
+
+def test_another_framework_named_beside_an_old_cuda_runtime_keeps_the_rebuild_first():
+    # round3 extension_build-cupy-714: CuPy's own import of CUDA 7.5, not TensorFlow 0.x's
+    text = ("  File \"cupy/cuda/runtime.pxd\", line 5, in init cupy.cuda.device\nImportError: libcudart.so.7.5: cannot "
+            "open shared object file: No such file or directory")
+    assert [d.family for d in explain_text(text).diagnoses] == ["extension_build_mismatch"]
