@@ -245,3 +245,13 @@ def test_another_framework_named_beside_an_old_cuda_runtime_keeps_the_rebuild_fi
     text = ("  File \"cupy/cuda/runtime.pxd\", line 5, in init cupy.cuda.device\nImportError: libcudart.so.7.5: cannot "
             "open shared object file: No such file or directory")
     assert [d.family for d in explain_text(text).diagnoses] == ["extension_build_mismatch"]
+
+
+@pytest.mark.parametrize("flags,family", [((), "arch_unsupported"), (("wsl",), "wsl_specific")])
+def test_named_symbol_not_found_under_wsl_is_the_wsl_driver_libraries(flags, family):
+    # round8 wsl_specific-nvidia-container-toolkit-520, round14 wsl_specific-tensorflow-68711, round15
+    # wsl_specific-comfyui-docker-74 (before round 17: a compiled extension first): under WSL the driver's
+    # libraries the container or environment sees; elsewhere missing kernels
+    d = _first('CUDA error 500 "named symbol not found" when running CUDA apps inside container', flags)
+    assert (d.id, d.family) == ("cuda_named_symbol_not_found", family)
+    assert _first("NVIDIA Driver 555.85 with WSL2 returns error 500 \"named symbol not found\"").family == "wsl_specific"
