@@ -255,3 +255,43 @@ def test_named_symbol_not_found_under_wsl_is_the_wsl_driver_libraries(flags, fam
     d = _first('CUDA error 500 "named symbol not found" when running CUDA apps inside container', flags)
     assert (d.id, d.family) == ("cuda_named_symbol_not_found", family)
     assert _first("NVIDIA Driver 555.85 with WSL2 returns error 500 \"named symbol not found\"").family == "wsl_specific"
+
+
+@pytest.mark.parametrize("text,sig,title", [
+    # round14 extension_build_mismatch-gaussian-splatting-237 (before round 17: no answer): uv's and pip's words
+    # for CUDA extensions that did not build, and the module they leave missing
+    ("Failed to build diff-gaussian-rasterization simple-knn", "extension_build_failed_words",
+     "Building diff-gaussian-rasterization's C++/CUDA extension failed"),
+    ("ModuleNotFoundError: No module named 'diff_gaussian_rasterization'", "extension_compiled_module_missing",
+     "The compiled part of the package (diff_gaussian_rasterization) is missing: it was installed without its "
+     "C++/CUDA extensions"),
+    ("NameError: name 'amp_C' is not defined", "extension_compiled_module_missing",
+     "The compiled part of the package (amp_C) is missing: it was installed without its C++/CUDA extensions"),
+    # nvcc compiling for too old an -arch (pytorch/FBGEMM#3434, gunrock/gunrock#460): half math from sm_53,
+    # double atomicAdd from sm_60
+    ('kernels/gptq/q_gemm.cu(115): error: identifier "__hfma2" is undefined', "cuda_intrinsic_needs_newer_arch",
+     "The CUDA code uses __hfma2, which the GPU architecture it is compiled for does not have: the build targets too "
+     "old an -arch"),
+    ('error: no instance of overloaded function "atomicAdd" matches the argument list\n'
+     "            argument types are: (double *, double)", "cuda_intrinsic_needs_newer_arch",
+     "The CUDA code uses atomicAdd on a type the GPU architecture it is compiled for does not have: the build targets "
+     "too old an -arch"),
+    # torch.utils.cpp_extension on Windows without MSVC
+    ("UserWarning: Error checking compiler version for cl: [WinError 2] The system cannot find the file specified",
+     "host_compiler_missing", "No MSVC compiler (cl.exe) to build the extension with: Visual Studio's C++ build "
+                              "tools are not installed or not on PATH"),
+])
+def test_cuda_extension_builds_in_more_words(text, sig, title):
+    d = _first(text)
+    assert (d.id, d.family, d.title) == (sig, "extension_build_mismatch", title)
+
+
+@pytest.mark.parametrize("text", [
+    "ModuleNotFoundError: No module named 'gaussian_renderer'",        # the project's own module, not compiled
+    'error: identifier "my_helper" is undefined',                     # the program's own identifier
+    "Failed to build numpy",                                          # a package without CUDA
+    "FAILED: src/CMakeFiles/app.dir/main.cpp.o\nninja: build stopped: subcommand failed.",
+])
+def test_build_near_misses_of_round_17(text):
+    assert not {"extension_compiled_module_missing", "cuda_intrinsic_needs_newer_arch",
+                "extension_build_failed_words"} & set(_ids(text))
