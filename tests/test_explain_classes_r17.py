@@ -295,3 +295,10 @@ def test_cuda_extension_builds_in_more_words(text, sig, title):
 def test_build_near_misses_of_round_17(text):
     assert not {"extension_compiled_module_missing", "cuda_intrinsic_needs_newer_arch",
                 "extension_build_failed_words"} & set(_ids(text))
+
+
+def test_the_cuda_requirement_without_the_tools_name_is_still_the_image_needing_a_newer_driver():
+    # round5 driver_too_old-nvidia-docker-753 (before round 17: the vocabulary): the condition alone
+    d = _first("requirement error: unsatisfied condition: cuda >= 9.2")
+    assert (d.id, d.title) == ("container_cli_requires_cuda",
+                               "The host driver is too old for this image: it needs CUDA 9.2 or newer")
