@@ -107,7 +107,8 @@ TARGETS = {
                  "tests/test_explain_classes_r9_machine.py", "tests/test_explain_classes_r10.py",
                  "tests/test_explain_classes_r11.py", "tests/test_explain_classes_r12.py",
                  "tests/test_explain_classes_r13.py", "tests/test_explain_classes_r14.py",
-                 "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py", "tests/test_explain_eval.py",
+                 "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py",
+                 "tests/test_explain_classes_r17.py", "tests/test_explain_eval.py",
                  "tests/test_explain_fallback.py", "tests/test_explain_oom.py", "tests/test_explain_judgment.py"]),
                 # not test_explain_cli.py: its RSS bound fails under mutmut's trampolines
     # explain's reading of a text before any judgment: the second reading's normalisation, the vocabulary's words and
@@ -117,7 +118,8 @@ TARGETS = {
                          "tests/test_explain_classes_r8.py", "tests/test_explain_classes_r9.py", "tests/test_explain_classes_r10.py",
                          "tests/test_explain_classes_r11.py", "tests/test_explain_classes_r12.py",
                          "tests/test_explain_classes_r13.py", "tests/test_explain_classes_r14.py",
-                         "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py", "tests/test_explain_cases.py", "tests/test_explain_eval.py"]),
+                         "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py",
+                         "tests/test_explain_classes_r17.py", "tests/test_explain_cases.py", "tests/test_explain_eval.py"]),
 }
 # mutmut's own codes (mutmut/stats.py status_by_exit_code)
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 34: "skipped",
