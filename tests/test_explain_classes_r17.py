@@ -81,12 +81,13 @@ def test_jetson_containers_truncated_cuda_libraries_are_placeholders():
     # round16-a no_device_in_container-jetson-inference-1733 and -1290 (before round 17: TensorFlow's libraries)
     d = _first("./imagenet: error while loading shared libraries: /usr/lib/aarch64-linux-gnu/libnvinfer.so.7.1.3 "
                "file too short")
-    assert (d.id, d.family) == ("driver_library_placeholder_in_image", "no_device_in_container")
-    assert d.title.startswith("libnvinfer.so.7.1.3 in the container is an empty placeholder")
+    assert (d.id, d.family) == ("jetson_container_without_runtime", "no_device_in_container")
+    assert d.title.startswith("libnvinfer.so.7.1.3 in the container is an empty file: on a Jetson the container needs "
+                              "--runtime nvidia")
     d = _first("/usr/lib/aarch64-linux-gnu/libcublas.so  file not recognized: File truncated")
-    assert d.id == "driver_library_placeholder_in_image" and d.title.startswith("libcublas.so in the container")
+    assert d.id == "jetson_container_without_runtime" and d.title.startswith("libcublas.so in the container")
     # near miss: the linker reading a short file on a host is no container
-    assert "driver_library_placeholder_in_image" not in _ids(
+    assert "jetson_container_without_runtime" not in _ids(
         "/usr/bin/ld: /usr/lib/aarch64-linux-gnu/libcudnn.so: file too short")
 
 
@@ -96,7 +97,7 @@ def test_jetson_containers_truncated_cuda_libraries_are_placeholders():
     # round16-a torch_cpu_build-multinerf-46: JAX's warning cut short
     ("No GPU/TPU found", "jax_no_gpu_found", "torch_cpu_build"),
     # round16-a arch_unsupported-ethminer-422 (before round 17: CUDA_VISIBLE_DEVICES, from the words)
-    ("Cuda error in func 'set_constants' at line 168 : invalid device symbol.", "cuda_named_symbol_not_found",
+    ("Cuda error in func 'set_constants' at line 168 : invalid device symbol.", "cuda_invalid_device_symbol",
      "arch_unsupported"),
     # round16-a arch_unsupported-nunchaku-273, -paddle-33740, -instant-ngp-1219 (before round 17: no answer)
     ("2080ti 运行报错 This kernel is not supported on your GPU", "kernel_not_supported_on_this_gpu", "arch_unsupported"),
@@ -310,7 +311,7 @@ def test_the_cuda_requirement_without_the_tools_name_is_still_the_image_needing_
 
 @pytest.mark.parametrize("text,not_id", [
     # review of round 17: texts the new patterns must leave alone
-    ("/usr/lib/aarch64-linux-gnu/libcurl.so.4: file too short", "driver_library_placeholder_in_image"),
+    ("/usr/lib/aarch64-linux-gnu/libcurl.so.4: file too short", "jetson_container_without_runtime"),
     ('File "/home/u/graph-mining/train.py", line 3\nRuntimeError: CUDA error: an illegal memory access was encountered',
      "miner_illegal_memory_access"),
     ("export OPENBLAS=0 BLAS=0", "llama_cpp_cpu_build"),
@@ -340,7 +341,7 @@ def test_uvs_backticked_package_names_are_read():
 
 def test_the_wsl_reading_is_for_named_symbols_only():
     d = explain_text("Cuda error in func 'set_constants' at line 168 : invalid device symbol.", flags={"wsl"}).diagnoses
-    assert d[0].id == "cuda_named_symbol_not_found" and "wsl_specific" not in [x.family for x in d]
+    assert "wsl_specific" not in [x.family for x in d]
 
 
 def test_fixes_fit_the_tool_that_failed():
@@ -358,3 +359,13 @@ def test_fixes_fit_the_tool_that_failed():
     miner = _first("  ✘  01:14:46|cudaminer1  Error CUDA mining: an illegal memory access was encountered").fix
     assert any("nvidia-smi -rgc" in c for c in miner.commands)
     assert _first("The hardware does not support FP16 speed up, use FP32 instead").id == "kernel_not_supported_on_this_gpu"
+
+
+def test_each_symbol_error_explains_itself():
+    inv = _first("Cuda error in func 'set_constants' at line 168 : invalid device symbol.")
+    assert "cudaErrorInvalidSymbol (13)" in " ".join(inv.explanation) and "500" not in " ".join(inv.explanation)
+    named = _first("gcn75:2336636:2336906 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'")
+    assert named.id == "cuda_named_symbol_not_found" and "cudaErrorInvalidSymbol" not in " ".join(named.explanation)
+    jet = _first("./imagenet: error while loading shared libraries: /usr/lib/aarch64-linux-gnu/libnvinfer.so.7.1.3 "
+                 "file too short")
+    assert "default-runtime" in " ".join(jet.explanation)
