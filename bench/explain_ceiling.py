@@ -34,10 +34,16 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.explain_accuracy import FROZEN, HALVES, HELD_OUT, NOT_ENV, SETS, cases_of, outcome  # noqa: E402
+from bench.explain_accuracy import FROZEN, HALVES, HELD_OUT, NOT_ENV, SETS, _pct, cases_of, outcome  # noqa: E402
 from bench.explain_accuracy import first_right as right  # noqa: E402  (the scoring rule lives in one place)
 
 RATINGS = ROOT / "fixtures" / "errors-real" / "ratings"
+
+
+def stored(whole: str, rater: str) -> Path:
+    """Where a whole set's ratings by ``rater`` are kept: ratings/<the set's file name>-<rater>.jsonl."""
+    return RATINGS / f"{SETS[whole].stem}-{rater}.jsonl"
+
 BRIEF = ROOT / "bench" / "briefs" / "blind-rater.md"
 
 
@@ -155,10 +161,6 @@ def agreement(name: str, cases: List[dict], first: Dict[str, List[str]], second:
             f"both right             {_pct(both, n)}\neither right           {_pct(right_a + right_b - both, n)}")
 
 
-def _pct(k: int, n: int) -> str:
-    return f"{k:>3}/{n:<3} {100 * k / n:5.1f}%" if n else "-"
-
-
 def report(name: str, tally) -> str:
     head = (f"{'group':<28} {'n':>4}  {'expert top-1':<13} {'expert top-3':<13} {'explain top-1':<13} "
             f"{'both':>5} {'expert only':>11} {'explain only':>12} {'neither':>8}")
@@ -218,7 +220,7 @@ def _main(ap: argparse.ArgumentParser, argv) -> int:
             prepare(cases, args.prepare, args.key, args.parts, args.seed)
             print(f"{len(cases)} cases in {args.parts} part(s) under {args.prepare}; key in {args.key}")
             return 0
-        out = RATINGS / f"{SETS[whole].stem}-{args.rater}.jsonl"
+        out = stored(whole, args.rater)
         if held and out.exists():        # a held-out set's ratings are written once, by its raters
             ap.error(f"{out.name} exists and {args.set} is held out: its ratings are not rewritten")
         rows = assemble(cases, args.assemble, args.key)
@@ -226,13 +228,13 @@ def _main(ap: argparse.ArgumentParser, argv) -> int:
         print(f"wrote {out.relative_to(ROOT)}")
         return 0
     if args.agree:
-        a, b = (RATINGS / f"{SETS[whole].stem}-{r}.jsonl" for r in args.agree)
+        a, b = (stored(whole, r) for r in args.agree)
         for path in (a, b):
             if not path.is_file():
                 ap.error(f"no ratings at {path}")
         print(agreement(args.set, cases_of(args.set), ratings(a), ratings(b), args.agree))
         return 0
-    path = args.ratings or RATINGS / f"{SETS[whole].stem}-{args.rater}.jsonl"
+    path = args.ratings or stored(whole, args.rater)
     if not path.is_file():
         ap.error(f"no ratings at {path}")
     tally = compare(cases_of(args.set), ratings(path))
