@@ -7,7 +7,7 @@
 
 Sets: fixtures/errors-dev/cases.jsonl (dev), tests/data/explain_eval.jsonl (eval, lines of
 ``text``/``family``), fixtures/errors-real/tune.jsonl (tune) and
-fixtures/errors-real/frozen-test-17.jsonl (frozen: never read case by case; this script prints only
+fixtures/errors-real/frozen-test-18.jsonl (frozen: never read case by case; this script prints only
 aggregate figures for it, and refuses ``--misses`` on it), fixtures/errors-real/round1-frozen.jsonl
 (round1: round 1's frozen set, tunable from round 2 on) and fixtures/errors-real/round2-frozen.jsonl
 (round2: round 2's frozen set, frozen-test-2, measured once at 124/161 and tunable from round 3 on),
@@ -39,7 +39,10 @@ fixtures/errors-real/round15-frozen.jsonl (round15: frozen-test-15, measured at 
 and on its code before any of its results was seen, 264/390 on round 15's submitted code, tunable from round 16 on),
 fixtures/errors-real/round16-frozen.jsonl (round16: frozen-test-16, measured at 214/340 on the code before round 16,
 217/340 on its code before any of its results was seen and 218/340 on round 16's submitted code, tunable from
-round 17 on).
+round 17 on),
+fixtures/errors-real/round17-frozen.jsonl (round17: frozen-test-17, measured at 193/265 on the code before round 17,
+194/265 on its code before any of its results was seen and 193/265 on round 17's submitted code, tunable from
+round 18 on).
 round1-a and round1-b are round1's two halves, split by thread (``sha256("round2:" + lowercased source
 URL without fragment)``, even or odd); round2-a and round2-b split round2 the same way with the salt
 "round3:", round3-a and round3-b split round3 with "round4:", round4-a and round4-b split round4
@@ -49,7 +52,7 @@ with "round9:", round9-a and round9-b split round9 with "round10:", round10-a an
 "round11:", round11-a and round11-b split round11 with "round12:", round12-a and round12-b split round12
 with "round13:", round13-a and round13-b split round13 with "round14:", round14-a and round14-b split
 round14 with "round15:", round15-a and round15-b split round15 with "round16:", round16-a and round16-b split
-round16 with "round17:". A round tunes to one half and holds
+round16 with "round17:", round17-a and round17-b split round17 with "round18:". A round tunes to one half and holds
 the other out, measuring it only at milestones.
 
 Scoring rule (fixed before the first run):
@@ -87,7 +90,7 @@ NOT_ENV = "not_env_problem"
 # Frozen sets retired into tuning so far: round<n>-frozen.jsonl for n = 1..RETIRED, each split into halves by the
 # salt of the round that retired it ("round<n+1>:"). The current round (RETIRED + 1) holds round<RETIRED>-b out
 # and measures fixtures/errors-real/frozen-test-<RETIRED + 1>.jsonl as its frozen set. A new round raises it by one.
-RETIRED = 16
+RETIRED = 17
 REAL = ROOT / "fixtures" / "errors-real"
 SETS = {
     "dev": ROOT / "fixtures" / "errors-dev" / "cases.jsonl",

@@ -1,7 +1,7 @@
 """How far the text alone decides: a blind expert's readings of a set beside gpudoctor's, aggregates only.
 
     python bench/explain_ceiling.py round15      # ratings of round15-frozen.jsonl: ratings/round15-frozen-blind.jsonl
-    python bench/explain_ceiling.py frozen       # ratings/frozen-test-17-blind.jsonl (aggregates only)
+    python bench/explain_ceiling.py frozen       # ratings/frozen-test-18-blind.jsonl (aggregates only)
     python bench/explain_ceiling.py frozen --rater blind2          # a second rater's file, -blind2.jsonl
     python bench/explain_ceiling.py frozen --agree blind blind2    # how often two raters agree, and are right
     python bench/explain_ceiling.py frozen --prepare /work/rate --key /tmp/rate-key.jsonl --parts 2

@@ -12,8 +12,9 @@ round 6 on), round5 (frozen-test-5, whole from round 7 on), round6 (frozen-test-
 round7 (frozen-test-7, whole from round 9 on), round8 (frozen-test-8, whole from round 10 on), round9
 (frozen-test-9, whole from round 11 on), round10 (frozen-test-10, whole from round 12 on), round11 (frozen-test-11, whole from
 round 13 on), round12 (frozen-test-12, whole from round 14 on), round13 (frozen-test-13, whole from round 15 on),
-round14 (frozen-test-14, whole from round 16 on), round15 (frozen-test-15, whole from round 17 on) and round16-a
-(the tunable half of frozen-test-16; round 17 holds round16-b out) -
+round14 (frozen-test-14, whole from round 16 on), round15 (frozen-test-15, whole from round 17 on), round16
+(frozen-test-16, whole from round 18 on) and round17-a (the tunable half of frozen-test-17; round 18 holds
+round17-b out) -
 whose text the signature matches and whose primary family is that candidate; ``threads`` lists
 their issue threads, and the signature's ``prior_of`` is how many of those cases it matched in all
 (causes that are no candidate included). The held-out half and the frozen test set are never read.

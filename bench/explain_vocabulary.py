@@ -6,9 +6,9 @@
 
 The counts of a word (a term of error_vocabulary.json, an error code of error_codes.json) are how
 many cases of the tuning sets hold it, by the case's primary family: dev, eval, tune, round1,
-round2, round3, round4, round5, round6, round7, round8, round9, round10, round11, round12, round13, round14, round15
-(whole: rounds 3 to 16 held their halves round2-b to round15-b out and measured them) and round16-a. round16-b (round
-17's held-out half) and the
+round2, round3, round4, round5, round6, round7, round8, round9, round10, round11, round12, round13, round14, round15,
+round16 (whole: rounds 3 to 17 held their halves round2-b to round16-b out and measured them) and round17-a. round17-b
+(round 18's held-out half) and the
 frozen sets are never read. The cross-validation splits those cases by thread into k folds, counts the words on
 k-1 of them and measures the other: the fallback alone (on every case: does its first family hit,
 does it speak on texts that are not environment problems) and explain as a whole (the fallback
