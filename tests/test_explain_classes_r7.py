@@ -172,7 +172,9 @@ def test_operation_not_supported_is_cudas_801_a_gpu_or_driver_that_cannot_do_it(
     # round6-a cuda_init_error_other-comfyui-940 (before round 7: no answer)
     d = explain_text('Default arg "cuda-malloc" causes CUDA error: operation not supported on GTX 960M GPU').diagnoses
     assert (d[0].id, d[0].family) == ("vocabulary", "cuda_init_error_other")
-    assert [c.family for c in d[0].differential.candidates][:2] == ["cuda_init_error_other", "driver_too_old"]
+    # the runner-up is learned (round 18's recount: an old GPU, arch_unsupported, before a driver too old)
+    assert [c.family for c in d[0].differential.candidates][0] == "cuda_init_error_other"
+    assert {"arch_unsupported", "driver_too_old"} <= {c.family for c in d[0].differential.candidates}
     # the code by number says the same: "error 801" after its introducing word
     assert explain_text("cudaStreamCreate returned error 801").diagnoses[0].family == "cuda_init_error_other"
 

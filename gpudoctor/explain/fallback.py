@@ -94,8 +94,9 @@ def speaks(feats: Mapping[str, Mark], ranked: Sequence[Tuple[str, float]]) -> bo
 
 
 def read(texts: Sequence[Tuple[str, str]], flags: Iterable[str] = (), machine=None, facts=None,
-         counts: Optional[Mapping] = None) -> Optional[Diagnosis]:
-    """The vocabulary's reading of (input name, text) pairs, or None when it has nothing to say."""
+         counts: Optional[Mapping] = None, by_code: bool = False) -> Optional[Diagnosis]:
+    """The vocabulary's reading of (input name, text) pairs, or None when it has nothing to say (``by_code``: also
+    when no error code is the word that speaks most for its first family)."""
     flags = set(flags)
     feats: Dict[str, Mark] = {}
     for source, text in texts:
@@ -105,7 +106,9 @@ def read(texts: Sequence[Tuple[str, str]], flags: Iterable[str] = (), machine=No
     ranked = rank(feats, counts)
     if not speaks(feats, ranked):
         return None
-    return _diagnosis(feats, ranked, counts, flags, machine, facts, texts)
+    if by_code and not _lead(feats, ranked[0][0], counts)[0].startswith("code:"):
+        return None
+    return _diagnosis(feats, ranked, counts, flags, machine, facts, texts, by_code)
 
 
 def _lead(feats: Mapping[str, Mark], family: str, counts: Mapping) -> List[str]:
@@ -129,16 +132,17 @@ def _candidates(ranked, seen: Mapping[str, int], flags, machine) -> List[Candida
     return sorted(out, key=Candidate.rank_key)
 
 
-def _diagnosis(feats, ranked, counts, flags, machine, facts, texts) -> Diagnosis:
+def _diagnosis(feats, ranked, counts, flags, machine, facts, texts, by_code: bool = False) -> Diagnosis:
     lead = _lead(feats, ranked[0][0], counts)
     seen = counts.get(lead[0], {})
     cands = _candidates(ranked, seen, flags, machine)
     top = cands[0]
     words = list(dict.fromkeys(feats[fid].word for fid in lead[:3]))
     where = next((feats[fid] for fid in lead if feats[fid].line), None) or _first_line(texts)
-    title = (f"No known message matched; its words ({', '.join(words)}) point first to "
-             f"{family_info(top.family).title}")
-    why = [f"No known error message matched, so this is read from the text's words alone: "
+    opening = "Its message names no cause" if by_code else "No known message matched"
+    title = f"{opening}; its words ({', '.join(words)}) point first to {family_info(top.family).title}"
+    why = [("The message itself names no cause, so this is read from its error code and words: " if by_code else
+            "No known error message matched, so this is read from the text's words alone: ")
            + "; ".join(f"'{feats[fid].word}' ({_what(fid)})" for fid in lead[:3]) + ".",
            "The causes below are ranked by those words; the command under each decides between them."]
     diag = Diagnosis("vocabulary", top.family, title, SCORE, top.recipe, where.source,

@@ -91,7 +91,20 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
         given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
         found = fallback.read(_without_lines(texts, notes, catalog), given, diagnoser.machine, facts)
         diagnoses = [found] if found is not None else []
+    elif vocabulary and diagnoses and all(_words_only(d, catalog) for d in diagnoses):
+        # a message in words alone ("CUDA initialization failure") names no cause; an error code in the same
+        # text ("with error 222") does: its reading goes first when it names another family
+        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
+        found = fallback.read(_without_lines(texts, notes, catalog), given, diagnoser.machine, facts, by_code=True)
+        if found is not None and found.family not in {d.family for d in diagnoses}:
+            diagnoses = [found] + diagnoses
     return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _words_only(diagnosis: Diagnosis, catalog) -> bool:
+    """A diagnosis of a signature that reads a message's words only (``fallback``), not a known message."""
+    sig = next((s for s in catalog.signatures if s.id == diagnosis.id), None)
+    return sig is not None and sig.fallback
 
 
 def _without_lines(texts: List[Tuple[str, str]], notes: List[Note], catalog) -> List[Tuple[str, str]]:

@@ -83,4 +83,8 @@ def features(text: str, source: str = "<text>", flags: Iterable[str] = ()) -> Di
     for term in vocabulary.terms():       # "TensorFlow 2.11 or later" says something only next to "Windows"
         if term.with_ and term.id in out and term.with_ not in out:
             del out[term.id]
+    tables = {code.table for code in vocabulary.codes() if "code:" + code.key in out}
+    for term in vocabulary.terms():       # "cuDNN error: CUDNN_STATUS_EXECUTION_FAILED": the code says which failure
+        if term.yields_to in tables and term.id in out:
+            del out[term.id]
     return out

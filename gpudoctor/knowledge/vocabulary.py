@@ -25,6 +25,7 @@ class Term:
     source: str
     with_: Optional[str] = None   # another term (or --context flag) it counts only together with
     framework: bool = False       # the term names a framework (PyTorch, TensorFlow, JAX)
+    yields_to: Optional[str] = None   # a table of error codes (cudnnStatus_t): a code of it read says more than the term
 
     @property
     def weight(self) -> float:
@@ -66,7 +67,7 @@ def squash(text: str) -> str:
 def terms() -> Tuple[Term, ...]:
     return tuple(Term(r["id"], re.compile(r["pattern"], re.IGNORECASE), r["weight"], tuple(r["families"]),
                       r["what"], r["source"], r.get("with"),
-                      bool(r.get("framework"))) for r in load("error_vocabulary")["terms"])
+                      bool(r.get("framework")), r.get("yields_to")) for r in load("error_vocabulary")["terms"])
 
 
 @lru_cache(maxsize=None)
