@@ -195,3 +195,26 @@ def test_words_of_a_cpu_run_or_no_nvidia_gpu(text, family, word):
 ])
 def test_near_misses_of_the_new_words(text):
     assert _families(text) == []
+
+
+# --- Flatpak's GL runtime, TensorFlow's 'DNN library not found' ---------------------------------------------------
+
+@pytest.mark.parametrize("text,driver", [
+    # round15 driver_library_mismatch-flatpak-1663, round17-a driver_library_mismatch-flatpak-1702 (before round 18:
+    # a driver too old, from the words 'graphics driver')
+    ("Graphics driver 'nvidia-390-48' for Flatpak has not been found on your system. Please consult the "
+     "documentation on graphics drivers to get help with installation.", "nvidia-390-48"),
+    ("Runner: [WARNING Nuvola] StartupWindow.vala:205: opengl-driver-message: Graphics driver 'nvidia-390-59' for "
+     "Flatpak has not been found on your system.", "nvidia-390-59"),
+])
+def test_flatpak_without_the_gl_runtime_of_the_hosts_driver(text, driver):
+    d = _first(text)
+    assert (d.id, d.family, d.recipe) == ("flatpak_gl_nvidia_missing", "driver_library_mismatch", "flatpak_gl_runtime")
+    assert d.title == f"Flatpak has no GL runtime for the host's NVIDIA driver {driver}: install the matching extension"
+    assert "flatpak update" in d.fix.commands
+
+
+def test_dnn_library_not_found_without_is():
+    # round14 cudnn_mismatch_or_missing-colabtools-3058 (before round 18: TensorFlow's libraries, from the words)
+    d = _first("simple_audio.ipynb is broken. Says DNN library not found.")
+    assert (d.id, d.family) == ("tf_dnn_library_not_found", "cudnn_mismatch_or_missing")

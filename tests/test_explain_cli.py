@@ -213,6 +213,21 @@ def test_utf16_log_from_powershell(tmp_path):
     assert proc.returncode == 0 and out["diagnoses"][0]["lines"] == [2]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_log_without_a_byte_order_mark(tmp_path, encoding):
+    log = tmp_path / "ps.log"
+    log.write_bytes(("step 1\r\n" + TOO_OLD + "\r\n").encode(encoding))
+    proc, out = explain_json(str(log))
+    assert proc.returncode == 0 and out["diagnoses"][0]["lines"] == [2]
+    assert f"{log} is {encoding.upper()} text without a byte-order mark" in proc.stderr
+
+
+def test_binary_data_with_nul_bytes_is_not_taken_for_utf16(tmp_path):
+    blob = tmp_path / "core.bin"
+    blob.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    assert_bad(invoke("explain", str(blob)), "looks like binary data")
+
+
 def test_snapshot_and_here_together_is_a_usage_error():
     assert_bad(invoke("explain", "--here", "--snapshot", "x", INSUFFICIENT), "give one of them")
 

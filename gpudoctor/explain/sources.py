@@ -5,7 +5,8 @@ An argument that names an existing file is a file; one that merely looks like a 
 error, anything else is the error text itself. Bad input - a directory, an unreadable
 file, a corrupt gzip, binary data, nothing at all - raises ``BadInput`` with a one-line
 message; invalid UTF-8 is read with replacement characters and reported as a note.
-UTF-16 logs (PowerShell's `>` redirection writes them) are recognised by their BOM.
+UTF-16 logs (PowerShell's `>` redirection writes them) are recognised by their BOM, or without one by their
+pattern of NUL bytes (every other byte NUL, as UTF-16 spells ASCII text).
 """
 
 from __future__ import annotations
@@ -114,7 +115,28 @@ def _unwrap(raw: BinaryIO, source: Source) -> BinaryIO:
             buffered.read(len(bom))
             source.notes.append(f"{source.name} is {encoding.upper()} text; read it as such")
             return _Recoded(buffered, encoding)
+    try:
+        encoding = _bomless_utf16(buffered.peek(512)[:512])
+    except OSError as exc:
+        raise BadInput(f"cannot read {source.name}: {exc}") from None
+    if encoding is not None:
+        source.notes.append(f"{source.name} is {encoding.upper()} text without a byte-order mark; read it as such")
+        return _Recoded(buffered, encoding)
     return buffered
+
+
+def _bomless_utf16(head: bytes) -> Optional[str]:
+    """'utf-16-le' or 'utf-16-be' when the first bytes are UTF-16 without a BOM: nearly every pair of bytes a
+    NUL beside a character (ASCII text in UTF-16), never a pair of NULs; None for anything else."""
+    pairs = [head[i:i + 2] for i in range(0, len(head) - 1, 2)]
+    if len(pairs) < 8:
+        return None
+    low = sum(1 for p in pairs if p[0] != 0 and p[1] == 0)     # 'R\0' - little-endian
+    high = sum(1 for p in pairs if p[0] == 0 and p[1] != 0)    # '\0R' - big-endian
+    for count, encoding in ((low, "utf-16-le"), (high, "utf-16-be")):
+        if count >= 0.9 * len(pairs):
+            return encoding
+    return None
 
 
 def _check_text(first: bytes, source: Source) -> None:
