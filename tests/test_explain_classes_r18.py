@@ -218,3 +218,35 @@ def test_dnn_library_not_found_without_is():
     # round14 cudnn_mismatch_or_missing-colabtools-3058 (before round 18: TensorFlow's libraries, from the words)
     d = _first("simple_audio.ipynb is broken. Says DNN library not found.")
     assert (d.id, d.family) == ("tf_dnn_library_not_found", "cudnn_mismatch_or_missing")
+
+
+# --- old TensorFlow's one exact CUDA: from tf_builds.json's legacy rows, not from four copies of one alternative --------
+
+@pytest.mark.parametrize("cuda,releases", [
+    ("7.5", ("0.7", "0.9")), ("8.0", ("1.0", "1.4")), ("9.0", ("1.5", "1.12")),
+    ("10.0", ("1.13", "2.0")),          # 2.0 is a row of the builds table with the same CUDA
+    ("10.1", None), ("11.0", None), ("12", None),
+])
+def test_the_tensorflow_releases_built_for_one_exact_cuda(cuda, releases):
+    from gpudoctor.knowledge.tensorflow import releases_for_exact_cuda
+    assert releases_for_exact_cuda(cuda) == releases
+
+
+@pytest.mark.parametrize("library,title", [
+    ("libcublas.so.9.0", "libcublas.so.9.0 is missing: most often TensorFlow 1.5 to 1.12, built for exactly CUDA 9.0, "
+                         "which is not installed"),
+    ("libcudart.so.10.0", "libcudart.so.10.0 is missing: most often TensorFlow 1.13 to 2.0, built for exactly CUDA "
+                          "10.0, which is not installed"),
+])
+def test_a_missing_library_of_an_old_tensorflows_cuda_names_those_releases(library, title):
+    d = _first(f"ImportError: {library}: cannot open shared object file: No such file or directory")
+    assert (d.family, d.recipe, d.title) == ("tf_no_gpu_libs", "tf1_cuda_missing", title)
+    assert d.values["tf_exact_releases"] in title
+
+
+def test_a_cuda_no_old_tensorflow_linked_exactly_stays_the_build():
+    d = _first("ImportError: libcudart.so.10.1: cannot open shared object file: No such file or directory")
+    assert (d.id, d.family) == ("import_cuda_runtime_missing", "extension_build_mismatch")
+    # and an old CUDA outside an import (a loader's message) is not read as TensorFlow's
+    d = _first("./app: error while loading shared libraries: libcudart.so.9.0: cannot open shared object file")
+    assert d.family == "extension_build_mismatch"

@@ -17,7 +17,7 @@ from gpudoctor import knowledge
 from gpudoctor.knowledge import xid as xid_catalog
 from gpudoctor.explain.values import sm_to_cc
 from gpudoctor.framework_fixes import torch_fit
-from gpudoctor.knowledge.tensorflow import tf_windows_native_gpu_last
+from gpudoctor.knowledge.tensorflow import releases_for_exact_cuda, tf_windows_native_gpu_last
 
 
 def _v(text: Any) -> Optional[Version]:
@@ -91,6 +91,17 @@ def _torch_fit(values: Dict[str, Any], cc: str) -> None:
     values["torch_fit_hint"] = f"torch {fit.pin} for CUDA {fit.variant.cuda} ({fit.variant.name})"
 
 
+def _tf_exact_cuda(values: Dict[str, Any]) -> None:
+    """"libcublas.so.9.0" -> the TensorFlow releases built for exactly that CUDA ("TensorFlow 1.5 to 1.12")."""
+    m = re.search(r"\.so\.(\d{1,2}\.\d)$", str(values.get("library") or ""))
+    found = releases_for_exact_cuda(m.group(1)) if m else None
+    if found is None or values.get("tf_exact_releases"):
+        return
+    first, last = found
+    values["tf_exact_cuda"] = m.group(1)
+    values["tf_exact_releases"] = f"TensorFlow {first}" if first == last else f"TensorFlow {first} to {last}"
+
+
 def _xid_values(values: Dict[str, Any], tables: Dict[str, Any]) -> None:
     xid = values.get("xid")
     row = (tables.get("xid") or {}).get(str(xid)) if xid is not None else None
@@ -141,6 +152,8 @@ def _flags(values: Dict[str, Any]) -> Set[str]:
             flags.add("tf_windows_gpu_ok")    # a release that still had GPU support on native Windows
     if str(values.get("torch_version") or "").endswith("+cpu"):
         flags.add("torch_cpu_wheel")          # "2.1.2+cpu": PyTorch's CPU-only wheel
+    if values.get("tf_exact_releases"):
+        flags.add("tf_exact_cuda")            # a library of one exact CUDA that old TensorFlow releases linked
     return flags
 
 
@@ -148,5 +161,6 @@ def derive(values: Dict[str, Any], tables: Dict[str, Any]) -> Set[str]:
     """Add derived values to ``values`` in place; return the boolean flags they imply."""
     _cuda_values(values)
     _arch_values(values)
+    _tf_exact_cuda(values)
     _xid_values(values, tables)
     return _flags(values)

@@ -43,6 +43,20 @@ def tf_build(version: str) -> Optional[TfBuild]:
     return _build(row) if row else None
 
 
+def releases_for_exact_cuda(cuda: str) -> Optional[Tuple[str, str]]:
+    """The first and last TensorFlow major.minor built for exactly CUDA ``cuda`` ("9.0" -> ("1.5", "1.12")), for a
+    CUDA some release before 2.0 linked by its X.Y soname (``legacy_builds``; 2.0 counts when it shares that CUDA),
+    else None: from CUDA 11 on the sonames carry the major version only, and no library names one release."""
+    data = load("tf_builds")
+    legacy = [r for r in data.get("legacy_builds", ()) if r["cuda"] == cuda]
+    if not legacy:
+        return None
+    rows = legacy + [r for r in data["builds"] if r["cuda"] == cuda]
+    versions = sorted({major_minor(Version(r["version"])) for r in rows})
+    first, last = versions[0], versions[-1]
+    return f"{first[0]}.{first[1]}", f"{last[0]}.{last[1]}"
+
+
 def tf_windows_native_gpu_last() -> str:
     """Last TensorFlow major.minor with GPU support on native Windows ("2.10")."""
     return load("tf_builds")["windows"]["last_native_gpu"]
