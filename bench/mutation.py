@@ -99,7 +99,8 @@ TARGETS = {
                                               "tests/test_node_health_dcgm.py", "tests/test_kernel_log.py",
                                               "tests/test_explain_smi_table.py", "tests/test_explain_fallback.py"]),
     # explain's judgment of a text: the readings a message proposes, the clues that reorder them, the differential
-    "explain": (["gpudoctor/explain/diagnose.py", "gpudoctor/explain/differential.py", "gpudoctor/explain/clues.py"],
+    "explain": (["gpudoctor/explain/diagnose.py", "gpudoctor/explain/differential.py", "gpudoctor/explain/clues.py",
+                 "gpudoctor/explain/derive.py", "gpudoctor/explain/pipeline.py"],
                 ["tests/test_explain_cases.py", "tests/test_explain_clues.py", "tests/test_explain_differential.py",
                  "tests/test_explain_classes.py", "tests/test_explain_classes_r2.py", "tests/test_explain_classes_r3.py",
                  "tests/test_explain_classes_r4.py", "tests/test_explain_classes_r5.py", "tests/test_explain_classes_r6.py",
@@ -108,7 +109,7 @@ TARGETS = {
                  "tests/test_explain_classes_r11.py", "tests/test_explain_classes_r12.py",
                  "tests/test_explain_classes_r13.py", "tests/test_explain_classes_r14.py",
                  "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py",
-                 "tests/test_explain_classes_r17.py", "tests/test_explain_eval.py",
+                 "tests/test_explain_classes_r17.py", "tests/test_explain_classes_r18.py", "tests/test_explain_eval.py",
                  "tests/test_explain_fallback.py", "tests/test_explain_oom.py", "tests/test_explain_judgment.py"]),
                 # not test_explain_cli.py: its RSS bound fails under mutmut's trampolines
     # explain's reading of a text before any judgment: the second reading's normalisation, the vocabulary's words and
@@ -119,7 +120,8 @@ TARGETS = {
                          "tests/test_explain_classes_r11.py", "tests/test_explain_classes_r12.py",
                          "tests/test_explain_classes_r13.py", "tests/test_explain_classes_r14.py",
                          "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py",
-                         "tests/test_explain_classes_r17.py", "tests/test_explain_cases.py", "tests/test_explain_eval.py"]),
+                         "tests/test_explain_classes_r17.py", "tests/test_explain_classes_r18.py",
+                         "tests/test_explain_cases.py", "tests/test_explain_eval.py"]),
 }
 # mutmut's own codes (mutmut/stats.py status_by_exit_code)
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 34: "skipped",

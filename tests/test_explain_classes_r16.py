@@ -104,8 +104,8 @@ def test_dgl_refusing_a_cuda_operator_is_its_cpu_build():
 def test_the_linker_missing_a_cuda_library(text, library):
     d = _first(text)
     assert (d.id, d.family) == ("linker_cannot_find_cuda_library", "extension_build_mismatch")
-    assert d.title == (f"The linker cannot find lib{library}: the CUDA library directory is not on the link path, or that "
-                       "library is not installed")
+    assert d.title == (f"The linker cannot find {library}, a library the CUDA build links: its directory is not on the "
+                       "link path, or it is not installed (or was not built)")
 
 
 def test_the_linker_missing_another_library_is_not_cudas():
@@ -356,7 +356,8 @@ def test_near_misses_of_round_16s_review():
 def test_other_linkers_missing_a_cuda_library(text, library):
     d = _first(text)
     assert d.id == "linker_cannot_find_cuda_library"
-    assert d.title.startswith(f"The linker cannot find lib{library}:")
+    assert d.title.startswith(f"The linker cannot find {library}, a library" if library != "cudnn" else
+                              "The linker cannot find the cuDNN library:")
 
 
 def test_lightgbms_recompile_advice_alone_is_its_cpu_build():

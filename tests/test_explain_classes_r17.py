@@ -245,10 +245,10 @@ def test_the_vocabulary_reads_round_17s_words(text, word, family):
 @pytest.mark.parametrize("text,title", [
     # round12 tf_no_gpu_libs-tensorflow-5343 (before round 17: the rebuild first): TensorFlow 1.0-1.4's CUDA 8.0
     ("ImportError: libcudart.so.8.0: cannot open shared object file: No such file or directory",
-     "libcudart.so.8.0 is missing: most often TensorFlow 1.0 to 1.4, built for exactly CUDA 8.0, which is not installed"),
+     "libcudart.so.8.0 is missing: most often TensorFlow 0.11 to 1.4, built for exactly CUDA 8.0, which is not installed"),
     # round12 tf_no_gpu_libs-tensorflow-4664: TensorFlow 0.x's CUDA 7.5
     ("ImportError: libcudart.so.7.5: cannot open shared object file: No such file or directory",
-     "libcudart.so.7.5 is missing: most often TensorFlow 0.7 to 0.9, built for exactly CUDA 7.5, which is not installed"),
+     "libcudart.so.7.5 is missing: most often TensorFlow 0.7 to 0.10, built for exactly CUDA 7.5, which is not installed"),
 ])
 def test_older_cuda_runtimes_missing_at_import_name_the_tensorflow_built_for_them(text, title):
     d = explain_text(text).diagnoses

@@ -114,7 +114,7 @@ LIBRARY = [
      "such file or directory", "libcuda_so1_missing", "no_device_in_container", None),
     # tensorflow/core/kernels/conv_ops_gpu.cc
     ("tensorflow.python.framework.errors_impl.UnimplementedError: DNN library is not found.", "tf_dnn_library_not_found",
-     "cudnn_mismatch_or_missing", "TensorFlow found no usable cuDNN (DNN library is not found)"),
+     "cudnn_mismatch_or_missing", "TensorFlow found no usable cuDNN: its DNN library was not found"),
     ("tensorflow.python.framework.errors_impl.NotFoundError: No algorithm worked!", "tf_no_algorithm_worked",
      "tf_memory_growth", "TensorFlow found no cuDNN kernel that runs (No algorithm worked!)"),
     # NVIDIA's kernel module on a GPU only a legacy branch runs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import io
 import gzip
 import json
 import os
@@ -222,10 +223,44 @@ def test_utf16_log_without_a_byte_order_mark(tmp_path, encoding):
     assert f"{log} is {encoding.upper()} text without a byte-order mark" in proc.stderr
 
 
-def test_binary_data_with_nul_bytes_is_not_taken_for_utf16(tmp_path):
-    blob = tmp_path / "core.bin"
-    blob.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
-    assert_bad(invoke("explain", str(blob)), "looks like binary data")
+@pytest.mark.parametrize("blob", [
+    b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4,
+    # 16-bit little-endian samples of 1..255: every other byte NUL, as in UTF-16, but the others not text
+    b"".join(bytes([1 + (i * 37) % 255, 0]) for i in range(4000)),
+])
+def test_binary_data_with_nul_bytes_is_not_taken_for_utf16(tmp_path, blob):
+    path = tmp_path / "core.bin"
+    path.write_bytes(blob)
+    assert_bad(invoke("explain", str(path)), "looks like binary data")
+
+
+def test_a_short_utf16_log_without_a_byte_order_mark(tmp_path):
+    log = tmp_path / "xid.log"
+    log.write_bytes("NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.".encode("utf-16-le")[:24])
+    proc = invoke("explain", str(log))
+    assert "is UTF-16-LE text without a byte-order mark" in proc.stderr and "binary" not in proc.stderr
+
+
+def test_utf16_from_a_pipe_that_gives_a_few_bytes_at_a_time():
+    from gpudoctor.explain.sources import Source, _unwrap
+
+    class Trickle(io.RawIOBase):            # a pipe whose first read returns 10 bytes, then the rest in pieces
+        def __init__(self, data):
+            self.data = data
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            n = min(10, len(buffer), len(self.data))
+            buffer[:n], self.data = self.data[:n], self.data[n:]
+            return n
+
+    text = "step 1\r\n" + TOO_OLD + "\r\n"
+    source = Source("<stdin>", "stdin")
+    stream = _unwrap(Trickle(text.encode("utf-16-le")), source)
+    assert stream.read().decode("utf-8") == text
+    assert source.notes == ["<stdin> is UTF-16-LE text without a byte-order mark; read it as such"]
 
 
 def test_snapshot_and_here_together_is_a_usage_error():

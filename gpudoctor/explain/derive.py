@@ -93,7 +93,8 @@ def _torch_fit(values: Dict[str, Any], cc: str) -> None:
 
 def _tf_exact_cuda(values: Dict[str, Any]) -> None:
     """"libcublas.so.9.0" -> the TensorFlow releases built for exactly that CUDA ("TensorFlow 1.5 to 1.12")."""
-    m = re.search(r"\.so\.(\d{1,2}\.\d)$", str(values.get("library") or ""))
+    m = re.fullmatch(r"lib(?:cudart|cublas|cublasLt|cufft|curand|cusolver|cusparse|nvrtc|cupti)\.so\.(\d{1,2}\.\d)",
+                     str(values.get("library") or ""))
     found = releases_for_exact_cuda(m.group(1)) if m else None
     if found is None or values.get("tf_exact_releases"):
         return

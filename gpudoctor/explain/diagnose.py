@@ -29,8 +29,7 @@ __all__ = ["Diagnoser", "Diagnosis", "Hit", "Note", "typed_values"]
 MAX_OCCURRENCES = 50
 DECIDED_BONUS = 40        # the machine's own checks reach this family: it outranks any reading of the text
 # Derived values worth showing next to the message's own (the rest only feed the recipes).
-DERIVED_SHOWN = ("driver_cuda", "compute_cap", "arch_max", "driver_max_cuda", "xid_meaning", "xid_cause",
-                 "tf_exact_releases")
+DERIVED_SHOWN = ("driver_cuda", "compute_cap", "arch_max", "driver_max_cuda", "xid_meaning", "xid_cause")
 
 
 def _flags_ok(requires, excludes, flags: Set[str]) -> bool:

@@ -132,7 +132,7 @@ def _candidates(ranked, seen: Mapping[str, int], flags, machine) -> List[Candida
     return sorted(out, key=Candidate.rank_key)
 
 
-def _diagnosis(feats, ranked, counts, flags, machine, facts, texts, by_code: bool = False) -> Diagnosis:
+def _diagnosis(feats, ranked, counts, flags, machine, facts, texts, by_code: bool) -> Diagnosis:
     lead = _lead(feats, ranked[0][0], counts)
     seen = counts.get(lead[0], {})
     cands = _candidates(ranked, seen, flags, machine)

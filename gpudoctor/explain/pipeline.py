@@ -86,19 +86,27 @@ def explain(sources: Iterable[Source], flags: Iterable[str] = (), facts=None, st
     diagnoses, notes = diagnoser.run(_merge_hits(hits))
     # a note already says what the text is (a bug, a CPU-only run); a harmless line (TensorFlow's start-up noise)
     # says only what it is not, so the words of the other lines are still read
+    # the flags the user or the machine gave; those read from the text are its own words already
+    given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
     if vocabulary and not diagnoses and all(n.kind == "harmless" for n in notes):
-        # the flags the user or the machine gave; those read from the text are its own words already
-        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
         found = fallback.read(_without_lines(texts, notes, catalog), given, diagnoser.machine, facts)
         diagnoses = [found] if found is not None else []
     elif vocabulary and diagnoses and all(_words_only(d, catalog) for d in diagnoses):
-        # a message in words alone ("CUDA initialization failure") names no cause; an error code in the same
-        # text ("with error 222") does: its reading goes first when it names another family
-        given = {f for f in ctx.flags if not ctx.sources.get(f, "").startswith("text")}
-        found = fallback.read(_without_lines(texts, notes, catalog), given, diagnoser.machine, facts, by_code=True)
+        # a message in words alone ("CUDA initialization failure") names no cause; an error code on its own lines
+        # ("... with error 222") does: that reading goes first when it names another family
+        found = fallback.read(_near(texts, diagnoses), given, diagnoser.machine, facts, by_code=True)
         if found is not None and found.family not in {d.family for d in diagnoses}:
             diagnoses = [found] + diagnoses
     return Result(diagnoses, notes, ctx, inputs, warnings)
+
+
+def _near(texts: List[Tuple[str, str]], diagnoses: List[Diagnosis]) -> List[Tuple[str, str]]:
+    """The texts with only the lines of the diagnoses' own messages kept, and the line on either side."""
+    keep: Dict[str, set] = {}
+    for d in diagnoses:
+        keep.setdefault(d.source, set()).update(n + k for n in d.lines for k in (-1, 0, 1))
+    return [(name, "\n".join(line if n in keep.get(name, ()) else "" for n, line in enumerate(text.split("\n"), 1)))
+            for name, text in texts]
 
 
 def _words_only(diagnosis: Diagnosis, catalog) -> bool:

@@ -77,12 +77,15 @@ class _Recoded(io.RawIOBase):
         return True
 
     def read(self, n: int = -1) -> bytes:
-        while len(self._pending) < max(n, 1):
+        while n < 0 or len(self._pending) < max(n, 1):      # n < 0: all of it
             text = self._reader.read(CHUNK // 2)
             if not text:
                 break
             self._pending += text.encode("utf-8")
-        out, self._pending = self._pending[:n], self._pending[n:]
+        if n < 0:
+            out, self._pending = self._pending, b""
+        else:
+            out, self._pending = self._pending[:n], self._pending[n:]
         return out
 
 
@@ -116,25 +119,62 @@ def _unwrap(raw: BinaryIO, source: Source) -> BinaryIO:
             source.notes.append(f"{source.name} is {encoding.upper()} text; read it as such")
             return _Recoded(buffered, encoding)
     try:
-        encoding = _bomless_utf16(buffered.peek(512)[:512])
+        head = buffered.peek(512)[:512]
+        if len(head) < 512 and b"\x00" in head:     # a pipe gave its first bytes alone: read on to decide
+            head = _read_head(buffered, 512)
+            buffered = io.BufferedReader(_Prefixed(head, buffered))
     except OSError as exc:
         raise BadInput(f"cannot read {source.name}: {exc}") from None
+    encoding = _bomless_utf16(head)
     if encoding is not None:
         source.notes.append(f"{source.name} is {encoding.upper()} text without a byte-order mark; read it as such")
         return _Recoded(buffered, encoding)
     return buffered
 
 
+def _read_head(stream: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes, reading until there are that many or the stream ends."""
+    head = b""
+    while len(head) < size:
+        more = stream.read1(size - len(head)) if hasattr(stream, "read1") else stream.read(size - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already read, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
 def _bomless_utf16(head: bytes) -> Optional[str]:
-    """'utf-16-le' or 'utf-16-be' when the first bytes are UTF-16 without a BOM: nearly every pair of bytes a
-    NUL beside a character (ASCII text in UTF-16), never a pair of NULs; None for anything else."""
+    """'utf-16-le' or 'utf-16-be' when the first bytes are text in UTF-16 without a BOM: nearly every pair of bytes
+    a NUL beside a printable character (ASCII text in UTF-16; every pair of a short one); None for anything else,
+    such as 16-bit binary samples, whose low bytes are not mostly printable."""
     pairs = [head[i:i + 2] for i in range(0, len(head) - 1, 2)]
-    if len(pairs) < 8:
+    if len(pairs) < 2:
         return None
-    low = sum(1 for p in pairs if p[0] != 0 and p[1] == 0)     # 'R\0' - little-endian
-    high = sum(1 for p in pairs if p[0] == 0 and p[1] != 0)    # '\0R' - big-endian
-    for count, encoding in ((low, "utf-16-le"), (high, "utf-16-be")):
-        if count >= 0.9 * len(pairs):
+    for encoding, low, high in (("utf-16-le", 0, 1), ("utf-16-be", 1, 0)):
+        chars = [p[low] for p in pairs if p[high] == 0 and p[low] != 0]
+        if len(chars) < (0.9 * len(pairs) if len(pairs) >= 8 else len(pairs)):
+            continue
+        printable = sum(1 for c in chars if 32 <= c < 127 or c in (9, 10, 13))
+        if printable >= 0.9 * len(chars):
             return encoding
     return None
 

@@ -46,7 +46,8 @@ def tf_build(version: str) -> Optional[TfBuild]:
 def releases_for_exact_cuda(cuda: str) -> Optional[Tuple[str, str]]:
     """The first and last TensorFlow major.minor built for exactly CUDA ``cuda`` ("9.0" -> ("1.5", "1.12")), for a
     CUDA some release before 2.0 linked by its X.Y soname (``legacy_builds``; 2.0 counts when it shares that CUDA),
-    else None: from CUDA 11 on the sonames carry the major version only, and no library names one release."""
+    else None: those releases fail at ``import tensorflow`` with an ImportError naming the library, while from 2.1 on
+    TensorFlow loads its CUDA libraries when it first needs the GPU and goes on without them."""
     data = load("tf_builds")
     legacy = [r for r in data.get("legacy_builds", ()) if r["cuda"] == cuda]
     if not legacy:
