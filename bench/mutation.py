@@ -110,7 +110,8 @@ TARGETS = {
                  "tests/test_explain_classes_r13.py", "tests/test_explain_classes_r14.py",
                  "tests/test_explain_classes_r15.py", "tests/test_explain_classes_r16.py",
                  "tests/test_explain_classes_r17.py", "tests/test_explain_classes_r18.py", "tests/test_explain_eval.py",
-                 "tests/test_explain_fallback.py", "tests/test_explain_oom.py", "tests/test_explain_judgment.py"]),
+                 "tests/test_explain_fallback.py", "tests/test_explain_oom.py", "tests/test_explain_judgment.py",
+                 "tests/test_explain_derive.py", "tests/test_explain_scan.py"]),
                 # not test_explain_cli.py: its RSS bound fails under mutmut's trampolines
     # explain's reading of a text before any judgment: the second reading's normalisation, the vocabulary's words and
     # error codes, and the fallback that ranks families from them

@@ -151,3 +151,36 @@ def test_every_gate_finder_answers_like_bytes_find():
         for start in range(0, len(text), 7):
             for end in (len(text), len(text) - 2, start + 3, start + 40):
                 assert find(text, start, end) == text.find(gate, start, end), (gate, start, end)
+
+
+# --- the time limit: what was read is diagnosed, what was not is said --------------------------------------------
+
+def test_the_time_limit_stops_reading_says_where_and_skips_the_rest(tmp_path):
+    from gpudoctor.explain.pipeline import explain
+    from gpudoctor.explain.sources import Source
+
+    big = tmp_path / "big.log"
+    big.write_bytes(b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+                    + (b"step 1 loss 0.5 " * 12 + b"\n") * 400_000)                  # about 78 MiB
+    small = tmp_path / "small.log"
+    small.write_text("CUDA driver version is insufficient for CUDA runtime version\n")
+    result = explain([Source(str(big), "file"), Source(str(small), "file")], time_limit=0.05, jobs=1)
+    stopped = result.inputs[0]["stopped"]
+    assert stopped.startswith("stopped after 0.05 s (the time limit), ") and stopped.endswith(
+        " MiB in: the rest was not read, and errors in it are not diagnosed")
+    assert result.inputs[1] == {"name": str(small), "kind": "file", "bytes": 0, "lines": 0,
+                                "stopped": "not read: the time limit of 0.05 s was reached before it"}
+    assert result.warnings == [f"{big}: {stopped}", f"{small}: not read: the time limit of 0.05 s was reached "
+                                                    "before it"]
+    assert result.diagnoses[0].id == "no_kernel_image"     # read before the limit
+
+
+def test_no_time_limit_reads_everything(tmp_path):
+    from gpudoctor.explain.pipeline import explain
+    from gpudoctor.explain.sources import Source
+
+    log = tmp_path / "a.log"
+    log.write_text("ok\nCUDA driver version is insufficient for CUDA runtime version\n")
+    result = explain([Source(str(log), "file")], time_limit=None)
+    assert result.inputs == [{"name": str(log), "kind": "file", "bytes": log.stat().st_size, "lines": 2}]
+    assert result.warnings == [] and result.diagnoses[0].family == "driver_too_old"
