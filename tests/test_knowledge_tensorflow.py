@@ -53,3 +53,22 @@ def test_unknown_and_invalid():
     assert tf_build("1.15.0") is None
     with pytest.raises(ValueError):
         tf_build("latest")
+
+
+@pytest.mark.parametrize("cuda,releases", [
+    ("7.5", ("0.7", "0.10")), ("8.0", ("0.11", "1.4")), ("9.0", ("1.5", "1.12")),
+    ("10.0", ("1.13", "2.0")),      # 2.0, a row of the builds table, shares 1.13-1.15's CUDA
+    ("10.1", None),                 # only 2.1+ used it: they load CUDA lazily, no ImportError names the library
+    ("11.2", None), ("9", None), ("", None),
+])
+def test_releases_built_for_one_exact_cuda(cuda, releases):
+    from gpudoctor.knowledge.tensorflow import releases_for_exact_cuda
+    assert releases_for_exact_cuda(cuda) == releases
+
+
+def test_legacy_rows_are_data_with_a_source_and_not_read_by_check():
+    rows = load("tf_builds")["legacy_builds"]
+    assert {r["version"] for r in rows} >= {"1.15.0", "1.5.0", "1.0.0", "0.7.0"}
+    for r in rows:
+        assert r["source"].startswith("https://") and r["cuda"].count(".") == 1 and Version(r["version"]) < Version("2")
+        assert tf_build(r["version"]) is None          # check's table starts at 2.0
