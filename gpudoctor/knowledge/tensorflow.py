@@ -49,7 +49,7 @@ def releases_for_exact_cuda(cuda: str) -> Optional[Tuple[str, str]]:
     else None: those releases fail at ``import tensorflow`` with an ImportError naming the library, while from 2.1 on
     TensorFlow loads its CUDA libraries when it first needs the GPU and goes on without them."""
     data = load("tf_builds")
-    legacy = [r for r in data.get("legacy_builds", ()) if r["cuda"] == cuda]
+    legacy = [r for r in data["legacy_builds"] if r["cuda"] == cuda]
     if not legacy:
         return None
     rows = legacy + [r for r in data["builds"] if r["cuda"] == cuda]
