@@ -109,13 +109,6 @@ def test_the_linker_missing_cudnn_is_cudnn_missing_in_every_spelling(text):
     assert d.title == "The linker cannot find the cuDNN library: cuDNN is not installed where the build looks for it"
 
 
-def test_the_linker_missing_another_cuda_library_stays_the_build():
-    d = _first("/usr/bin/ld: cannot find -lcudart")
-    assert (d.family, d.title) == ("extension_build_mismatch", "The linker cannot find cudart, a library the CUDA "
-                                   "build links: its directory is not on the link path, or it is not installed (or "
-                                   "was not built)")
-
-
 # --- an architecture nvcc does not know, for the GPU itself -------------------------------------------------------
 
 PYCUDA = ("CompileError: nvcc compilation of /tmp/tmpwtsurb7b/kernel.cu failed\n"

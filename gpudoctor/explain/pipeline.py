@@ -111,7 +111,7 @@ def _near(texts: List[Tuple[str, str]], diagnoses: List[Diagnosis]) -> List[Tupl
 
 def _words_only(diagnosis: Diagnosis, catalog) -> bool:
     """A diagnosis of a signature that reads a message's words only (``fallback``), not a known message."""
-    sig = next((s for s in catalog.signatures if s.id == diagnosis.id), None)
+    sig = catalog.by_id.get(diagnosis.id)
     return sig is not None and sig.fallback
 
 

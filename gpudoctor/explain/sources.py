@@ -132,11 +132,11 @@ def _unwrap(raw: BinaryIO, source: Source) -> BinaryIO:
     return buffered
 
 
-def _read_head(stream: BinaryIO, size: int) -> bytes:
+def _read_head(stream: io.BufferedReader, size: int) -> bytes:
     """Up to ``size`` bytes, reading until there are that many or the stream ends."""
     head = b""
     while len(head) < size:
-        more = stream.read1(size - len(head)) if hasattr(stream, "read1") else stream.read(size - len(head))
+        more = stream.read1(size - len(head))
         if not more:
             break
         head += more
@@ -146,7 +146,7 @@ def _read_head(stream: BinaryIO, size: int) -> bytes:
 class _Prefixed(io.RawIOBase):
     """Bytes already read, then the rest of the stream."""
 
-    def __init__(self, head: bytes, rest: BinaryIO):
+    def __init__(self, head: bytes, rest: io.BufferedReader):
         self._head, self._rest = head, rest
 
     def readable(self) -> bool:
@@ -157,7 +157,7 @@ class _Prefixed(io.RawIOBase):
             n = min(len(buffer), len(self._head))
             buffer[:n], self._head = self._head[:n], self._head[n:]
             return n
-        data = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        data = self._rest.read1(len(buffer))
         buffer[:len(data)] = data
         return len(data)
 
